@@ -1,0 +1,1 @@
+//! Loom models; see the tests/ folder.

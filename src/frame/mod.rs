@@ -1,0 +1,1 @@
+//! frame: see DESIGN.md.

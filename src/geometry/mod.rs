@@ -1,0 +1,1 @@
+//! geometry: see DESIGN.md.

@@ -1,0 +1,1 @@
+//! islands: see DESIGN.md.

@@ -1,0 +1,26 @@
+//! # Timewarp
+//!
+//! A parallel rigid-body physics engine. Every body (or island of bodies in persistent contact)
+//! advances through simulated time on its own clock, speculatively, and rolls back only when a
+//! collision proves it wrong (object-centric timewarp, Koenig, Karamouzas and Guy). The shared
+//! structures are guarded by the TL2 STM of the `timewarp-stm` crate, or by ordered locks.
+//!
+//! Data flows one way through the modules:
+//!
+//! ```text
+//! scene ──▶ geometry / dynamics / islands ──▶ frame | warp ──▶ output
+//! ```
+//!
+//! - [`scene`]: the scene model, TOML loading and validation, the built-in scenes.
+//! - [`geometry`]: shapes, AABBs, the narrow phase (contacts).
+//! - [`dynamics`]: body state, exact free flight, collision impulses, the island contact solver.
+//! - [`islands`]: the persistent island graph (Box2D v3): link, deferred split, sleep and wake.
+//! - [`frame`]: the frame-centric baseline engine.
+//! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
+
+pub mod dynamics;
+pub mod frame;
+pub mod geometry;
+pub mod islands;
+pub mod output;
+pub mod scene;

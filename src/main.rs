@@ -1,0 +1,3 @@
+fn main() {
+    println!("timewarp {}", env!("CARGO_PKG_VERSION"));
+}
