@@ -77,6 +77,8 @@ pub enum RunError {
     Invalid(String),
     /// `--engine warp` before the warp engine exists.
     EngineNotBuilt,
+    /// The engine could not start (e.g. the OS refused its worker threads).
+    Engine(String),
     /// A sink failed (the message names the file).
     Output(io::Error),
 }
@@ -88,6 +90,7 @@ impl fmt::Display for RunError {
             RunError::EngineNotBuilt => {
                 f.write_str("the warp engine is not built yet; use --engine frame")
             }
+            RunError::Engine(m) => f.write_str(m),
             RunError::Output(e) => write!(f, "cannot write output: {e}"),
         }
     }
@@ -141,7 +144,7 @@ pub fn run_scene(
         threads: options.threads,
         ..FrameConfig::default()
     };
-    let mut engine = FrameEngine::new(scene, config);
+    let mut engine = FrameEngine::try_new(scene, config).map_err(RunError::Engine)?;
     sink.frame(engine.frame(), engine.time(), engine.states())
         .map_err(RunError::Output)?;
     for done in 1..=frames {

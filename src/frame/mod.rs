@@ -53,7 +53,16 @@ pub struct FrameEngine {
 }
 
 impl FrameEngine {
-    pub fn new(scene: &Scene, _config: FrameConfig) -> Self {
+    pub fn new(scene: &Scene, config: FrameConfig) -> Self {
+        Self::new_free_flight(scene, config)
+    }
+
+    /// As `new`, or why the engine could not start (the physics branch's engine has this too).
+    pub fn try_new(scene: &Scene, config: FrameConfig) -> Result<Self, String> {
+        Ok(Self::new_free_flight(scene, config))
+    }
+
+    fn new_free_flight(scene: &Scene, _config: FrameConfig) -> Self {
         let w = &scene.world;
         FrameEngine {
             states: scene
