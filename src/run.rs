@@ -112,7 +112,7 @@ pub fn frame_count(world: &World, seconds: f64) -> Result<u64, RunError> {
         (seconds * f64::from(world.ticks_per_second) / f64::from(world.frame_ticks)).round();
     if frames > MAX_FRAMES as f64 {
         return Err(RunError::Invalid(format!(
-            "{seconds} seconds is too long a run ({frames} frames, at most {MAX_FRAMES})"
+            "{seconds:?} seconds is too long a run ({frames:e} frames, at most {MAX_FRAMES})"
         )));
     }
     Ok(frames as u64)
