@@ -17,10 +17,12 @@
 //! - [`islands`]: the persistent island graph (Box2D v3): link, deferred split, sleep and wake.
 //! - [`frame`]: the frame-centric baseline engine.
 //! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
+//! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
 
 pub mod dynamics;
 pub mod frame;
 pub mod geometry;
 pub mod islands;
 pub mod output;
+pub mod run;
 pub mod scene;

@@ -1,3 +1,7 @@
-fn main() {
-    println!("timewarp {}", env!("CARGO_PKG_VERSION"));
+//! The `timewarp` binary: the command line of DESIGN.md; see `cli.rs`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

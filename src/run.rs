@@ -1,0 +1,308 @@
+//! The run loop: a scene, an engine, the sinks, the progress bar and the summary, as a library
+//! function ([`run_scene`]) so that the `timewarp` binary, tests and benches share it.
+//!
+//! A run of `S` seconds commits `round(S * ticks_per_second / frame_ticks)` frames after the
+//! initial frame 0; each is handed to the sink as it is committed, then `finish` publishes the
+//! outputs (a failed run never calls it, so the CSV sink leaves no partial file). The frame
+//! engine (DESIGN.md, "The two engines") steps one frame per call; the warp engine is not built
+//! yet and is refused with a clear error rather than silently replaced. Wall time covers the
+//! engine's construction, every step and the sinks: what a user waits for.
+
+use std::fmt;
+use std::io;
+use std::time::Instant;
+
+use crate::frame::{FrameConfig, FrameEngine};
+use crate::output::{FrameSink, Progress, RunSummary};
+use crate::scene::{Scene, World};
+
+/// Which engine runs the scene (`--engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// Object-centric timewarp (the product; not built yet).
+    Warp,
+    /// The frame-centric baseline.
+    Frame,
+}
+
+/// What guards the shared structures of the warp engine (`--backend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Stm,
+    Locks,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Warp => "warp",
+            EngineKind::Frame => "frame",
+        }
+    }
+}
+
+/// How to run a scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOptions {
+    pub engine: EngineKind,
+    /// Accepted for the warp engine; the frame engine has no shared structures to guard.
+    pub backend: Backend,
+    /// Worker threads, at least 1.
+    pub threads: usize,
+    /// Simulated seconds; `None` means the scene's `world.seconds`.
+    pub seconds: Option<f64>,
+    /// Show a progress bar (only ever drawn on a terminal).
+    pub progress: bool,
+    /// The scene's name or path, for the summary.
+    pub label: String,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            engine: EngineKind::Frame,
+            backend: Backend::Stm,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            seconds: None,
+            progress: false,
+            label: String::new(),
+        }
+    }
+}
+
+/// Why a run could not start or finish. `Display` is one line.
+#[derive(Debug)]
+pub enum RunError {
+    /// The options do not make sense for this scene.
+    Invalid(String),
+    /// `--engine warp` before the warp engine exists.
+    EngineNotBuilt,
+    /// The engine could not start (e.g. the OS refused its worker threads).
+    Engine(String),
+    /// A sink failed (the message names the file).
+    Output(io::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Invalid(m) => f.write_str(m),
+            RunError::EngineNotBuilt => {
+                f.write_str("the warp engine is not built yet; use --engine frame")
+            }
+            RunError::Engine(m) => f.write_str(m),
+            RunError::Output(e) => write!(f, "cannot write output: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The most frames a run may ask for (about 530 years at 60 frames per second).
+pub const MAX_FRAMES: u64 = 1 << 40;
+
+/// Frames in `seconds` of `world`: `round(seconds * ticks_per_second / frame_ticks)`.
+pub fn frame_count(world: &World, seconds: f64) -> Result<u64, RunError> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(RunError::Invalid(format!(
+            "seconds must be finite and positive, got {seconds}"
+        )));
+    }
+    let frames =
+        (seconds * f64::from(world.ticks_per_second) / f64::from(world.frame_ticks)).round();
+    if frames > MAX_FRAMES as f64 {
+        return Err(RunError::Invalid(format!(
+            "{seconds:?} seconds is too long a run ({frames:e} frames, at most {MAX_FRAMES})"
+        )));
+    }
+    Ok(frames as u64)
+}
+
+/// Checks `options` against `scene` before anything is created; returns the frame count.
+pub fn check_options(scene: &Scene, options: &RunOptions) -> Result<u64, RunError> {
+    if options.engine == EngineKind::Warp {
+        return Err(RunError::EngineNotBuilt);
+    }
+    if options.threads == 0 {
+        return Err(RunError::Invalid(
+            "threads must be at least 1, got 0".into(),
+        ));
+    }
+    frame_count(&scene.world, options.seconds.unwrap_or(scene.world.seconds))
+}
+
+/// Runs `scene`, handing frame 0 and every committed frame to `sink`, then `sink.finish()`.
+pub fn run_scene(
+    scene: &Scene,
+    options: &RunOptions,
+    sink: &mut dyn FrameSink,
+) -> Result<RunSummary, RunError> {
+    let frames = check_options(scene, options)?;
+    let progress = Progress::new(frames, options.progress);
+    let start = Instant::now();
+    let config = FrameConfig {
+        threads: options.threads,
+        ..FrameConfig::default()
+    };
+    let mut engine = FrameEngine::try_new(scene, config).map_err(RunError::Engine)?;
+    sink.frame(engine.frame(), engine.time(), engine.states())
+        .map_err(RunError::Output)?;
+    for done in 1..=frames {
+        engine.step();
+        sink.frame(engine.frame(), engine.time(), engine.states())
+            .map_err(RunError::Output)?;
+        progress.set(done);
+    }
+    sink.finish().map_err(RunError::Output)?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    progress.finish();
+
+    let stats = engine.stats();
+    Ok(RunSummary {
+        scene: options.label.clone(),
+        engine: options.engine.name().to_string(),
+        threads: options.threads,
+        bodies: scene.bodies.len(),
+        dynamic_bodies: scene.bodies.iter().filter(|b| !b.is_static).count(),
+        frames,
+        simulated_seconds: engine.time(),
+        wall_seconds,
+        events: Some(0),
+        rollbacks: Some(0),
+        stm_commits: None,
+        stm_aborts: None,
+        contacts_max: stats.contacts_max,
+        islands_awake_last: stats.islands_awake_last,
+        islands_sleeping_last: stats.islands_sleeping_last,
+        island_links: stats.island_links,
+        island_splits: stats.island_splits,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dynamics::BodyState;
+    use crate::output::{Checksum, CsvSink, Tee};
+    use crate::scene::builtin;
+
+    struct Frames(Vec<(u64, f64)>, bool);
+
+    impl FrameSink for Frames {
+        fn frame(&mut self, frame: u64, time: f64, states: &[BodyState]) -> io::Result<()> {
+            assert!(!states.is_empty());
+            self.0.push((frame, time));
+            Ok(())
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            self.1 = true;
+            Ok(())
+        }
+    }
+
+    fn options(seconds: f64) -> RunOptions {
+        RunOptions {
+            threads: 1,
+            seconds: Some(seconds),
+            label: "test".into(),
+            ..RunOptions::default()
+        }
+    }
+
+    #[test]
+    fn frame_counts_round_to_whole_frames() {
+        let w = World::default();
+        assert_eq!(frame_count(&w, 10.0).unwrap(), 600);
+        assert_eq!(frame_count(&w, 0.1).unwrap(), 6);
+        assert_eq!(frame_count(&w, 0.025).unwrap(), 2); // 1.5 frames rounds up
+        assert_eq!(frame_count(&w, 0.001).unwrap(), 0);
+        assert!(frame_count(&w, -1.0).is_err());
+        assert!(frame_count(&w, f64::NAN).is_err());
+        assert!(frame_count(&w, 1e300).is_err());
+    }
+
+    #[test]
+    fn runs_every_frame_in_order_then_finishes() {
+        let scene = builtin("parallel", Some(4)).unwrap();
+        let mut log = Frames(Vec::new(), false);
+        let summary = run_scene(&scene, &options(0.1), &mut log).unwrap();
+        let frames: Vec<u64> = log.0.iter().map(|f| f.0).collect();
+        assert_eq!(frames, (0..=6).collect::<Vec<_>>());
+        assert!((log.0[6].1 - 0.1).abs() < 1e-12);
+        assert!(log.1);
+        assert_eq!(summary.frames, 6);
+        assert_eq!(summary.dynamic_bodies, 4);
+        assert!((summary.simulated_seconds - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn refuses_the_warp_engine_and_zero_threads() {
+        let scene = builtin("parallel", Some(2)).unwrap();
+        let mut log = Frames(Vec::new(), false);
+        let warp = RunOptions {
+            engine: EngineKind::Warp,
+            ..options(0.1)
+        };
+        let e = run_scene(&scene, &warp, &mut log).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the warp engine is not built yet; use --engine frame"
+        );
+        let none = RunOptions {
+            threads: 0,
+            ..options(0.1)
+        };
+        assert!(run_scene(&scene, &none, &mut log).is_err());
+        assert!(log.0.is_empty());
+    }
+
+    /// A sink that fails at a given frame, as a full disk would.
+    struct FailAt(u64);
+
+    impl FrameSink for FailAt {
+        fn frame(&mut self, frame: u64, _: f64, _: &[BodyState]) -> io::Result<()> {
+            if frame == self.0 {
+                Err(io::Error::other("disk full"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_run_publishes_no_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        let scene = builtin("parallel", Some(4)).unwrap();
+        let mut csv = CsvSink::create(&path, &scene).unwrap();
+        let mut fail = FailAt(3);
+        let result = {
+            let mut tee = Tee::new();
+            tee.push(&mut csv);
+            tee.push(&mut fail);
+            run_scene(&scene, &options(0.1), &mut tee)
+        };
+        let e = result.unwrap_err();
+        assert_eq!(e.to_string(), "cannot write output: disk full");
+        drop(csv);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn identical_runs_have_identical_checksums() {
+        let scene = builtin("bouncing", Some(20)).unwrap();
+        let run = |threads| {
+            let mut c = Checksum::new(&scene);
+            let o = RunOptions {
+                threads,
+                ..options(0.2)
+            };
+            run_scene(&scene, &o, &mut c).unwrap();
+            (c.value(), c.frames())
+        };
+        let (a, frames) = run(1);
+        assert_eq!(frames, 13);
+        assert_eq!(run(3), (a, frames));
+        assert_ne!(a, Checksum::new(&scene).value());
+    }
+}

@@ -1,0 +1,403 @@
+//! The `timewarp` command line against its contract (DESIGN.md, "Command line"): every bad
+//! input gives exactly one `error:` line on stderr naming the problem and exit status 2; the
+//! CSV file and the checksum line have the contract's form, and agree with each other.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn timewarp(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_timewarp"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the timewarp binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+/// Asserts the run failed with status 2, nothing on stdout and one `error:` line on stderr
+/// containing every one of `needles`; returns that line.
+fn fails(args: &[&str], dir: &Path, needles: &[&str]) -> String {
+    let out = timewarp(args, dir);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr:?}");
+    assert_eq!(stdout, "", "{args:?}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: one line, got {stderr:?}"
+    );
+    assert!(stderr.ends_with('\n'));
+    let line = stderr.trim_end().to_string();
+    assert!(line.starts_with("error: "), "{line}");
+    for n in needles {
+        assert!(line.contains(n), "{args:?}: {line:?} lacks {n:?}");
+    }
+    assert!(!line.contains("panicked"), "{line}");
+    line
+}
+
+fn scene_file(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+const SPHERE: &str = "[[body]]\nshape = \"sphere\"\nradius = 0.5\nposition = [0, 1, 0]\n";
+
+#[test]
+fn malformed_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(dir.path(), "bad.toml", "[world\ngravity = [0, 0, 0]\n");
+    fails(&["run", "bad.toml"], dir.path(), &["bad.toml:1:"]);
+}
+
+#[test]
+fn unknown_key() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(
+        dir.path(),
+        "s.toml",
+        &format!("{SPHERE}\n[[body]]\nshape = \"sphere\"\nradiuss = 1.0\n"),
+    );
+    fails(
+        &["run", "s.toml"],
+        dir.path(),
+        &["s.toml:8:", "unknown field `radiuss`"],
+    );
+}
+
+#[test]
+fn unknown_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(
+        dir.path(),
+        "s.toml",
+        "[[body]]\nshape = \"blob\"\nradius = 1.0\n",
+    );
+    fails(
+        &["run", "s.toml"],
+        dir.path(),
+        &["body 0 (line 1)", "unknown shape \"blob\""],
+    );
+}
+
+#[test]
+fn negative_radius() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(
+        dir.path(),
+        "s.toml",
+        &format!("{SPHERE}\n[[body]]\nshape = \"sphere\"\nradius = -1\n"),
+    );
+    let line = fails(&["run", "s.toml"], dir.path(), &[]);
+    assert_eq!(
+        line,
+        "error: s.toml: body 1 (line 6): radius must be positive, got -1"
+    );
+}
+
+#[test]
+fn nan_position() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(
+        dir.path(),
+        "s.toml",
+        "[[body]]\nshape = \"sphere\"\nradius = 1\nposition = [0, nan, 0]\n",
+    );
+    fails(
+        &["run", "s.toml"],
+        dir.path(),
+        &["body 0", "position must be finite", "NaN"],
+    );
+}
+
+#[test]
+fn no_dynamic_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    scene_file(
+        dir.path(),
+        "s.toml",
+        "[[body]]\nshape = \"plane\"\nnormal = [0, 1, 0]\nstatic = true\n",
+    );
+    fails(&["run", "s.toml"], dir.path(), &["no dynamic bodies"]);
+}
+
+#[test]
+fn unknown_scene_name() {
+    let dir = tempfile::tempdir().unwrap();
+    fails(
+        &["run", "nope"],
+        dir.path(),
+        &["unknown scene 'nope'", "cylinders"],
+    );
+}
+
+#[test]
+fn zero_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    fails(
+        &["run", "--threads", "0"],
+        dir.path(),
+        &["--threads", "got 0"],
+    );
+}
+
+#[test]
+fn negative_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    fails(
+        &["run", "parallel", "--bodies", "-3"],
+        dir.path(),
+        &["--bodies", "got -3"],
+    );
+}
+
+#[test]
+fn other_bad_flags_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    scene_file(d, "ok.toml", SPHERE);
+    fails(
+        &["run", "--engine", "warp", "--out", "w.csv"],
+        d,
+        &["the warp engine is not built yet; use --engine frame"],
+    );
+    assert!(!d.join("w.csv").exists(), "a refused run creates no output");
+    fails(
+        &["run", "--engine", "fast"],
+        d,
+        &["'fast'", "--engine", "possible values"],
+    );
+    fails(&["run", "--backend", "mutex"], d, &["'mutex'", "--backend"]);
+    fails(&["run", "--out", "x.txt"], d, &["x.txt", "only .csv"]);
+    fails(&["run", "--seconds", "nan"], d, &["--seconds", "nan"]);
+    fails(
+        &["run", "ok.toml", "--bodies", "5"],
+        d,
+        &["--bodies applies to built-in scenes only"],
+    );
+    fails(
+        &["run", "missing.toml"],
+        d,
+        &["cannot read scene file missing.toml"],
+    );
+    fails(
+        &["run", "parallel", "--out", "no/such/dir/x.csv"],
+        d,
+        &["no/such/dir/x.csv"],
+    );
+    fails(&["run", "--frobnicate"], d, &["--frobnicate"]);
+    fails(&[], d, &["no command given"]);
+    fails(
+        &["scenes", "--export", "nope"],
+        d,
+        &["unknown scene 'nope'"],
+    );
+}
+
+#[test]
+fn scenes_lists_all_five() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = timewarp(&["scenes"], dir.path());
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    let names: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["parallel", "cylinders", "bouncing", "pyramids", "avalanche"]
+    );
+    assert!(stdout.contains("default N = 200"));
+}
+
+#[test]
+fn help_goes_to_stdout_with_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = timewarp(&["run", "--help"], dir.path());
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    for flag in [
+        "--bodies",
+        "--seconds",
+        "--engine",
+        "--threads",
+        "--backend",
+        "--out",
+        "--checksum",
+        "--quiet",
+    ] {
+        assert!(stdout.contains(flag), "{flag}");
+    }
+}
+
+/// One CSV row: frame, time, body, the 13 floats.
+type Row = (u64, f64, usize, Vec<f32>);
+
+/// Parses the CSV written by `run`: the header and the rows.
+fn read_csv(path: &Path) -> (String, Vec<Row>) {
+    let content = std::fs::read_to_string(path).unwrap();
+    let mut lines = content.lines();
+    let header = lines.next().unwrap().to_string();
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 16, "{l}");
+            let floats = f[3..].iter().map(|x| x.parse::<f32>().unwrap()).collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                floats,
+            )
+        })
+        .collect();
+    (header, rows)
+}
+
+#[test]
+fn run_writes_the_csv_of_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = timewarp(
+        &[
+            "run",
+            "parallel",
+            "--bodies",
+            "10",
+            "--seconds",
+            "0.1",
+            "--out",
+            "x.csv",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (header, rows) = read_csv(&dir.path().join("x.csv"));
+    assert_eq!(
+        header,
+        "frame,time,body,x,y,z,qx,qy,qz,qw,vx,vy,vz,wx,wy,wz"
+    );
+    // 0.1 s at 60 frames per second: frames 0..=6, ten bodies each.
+    assert_eq!(rows.len(), 7 * 10);
+    for (i, (frame, time, body, _)) in rows.iter().enumerate() {
+        assert_eq!(*frame, (i / 10) as u64);
+        assert_eq!(*body, i % 10);
+        assert!((time - *frame as f64 / 60.0).abs() < 1e-12);
+    }
+    // Frame 0 is the initial state: column A at x = 1.5 i moving +2 m/s, column B at z = 3.
+    let first = &rows[0].3;
+    assert_eq!(
+        &first[..],
+        &[
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        ]
+    );
+    assert_eq!(rows[6].3[0..3], [1.5, 0.0, 3.0]);
+    assert_eq!(rows[6].3[7], -2.0);
+    // No temporary file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["x.csv"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("simulated 0.100 s (6 frames)"), "{stdout}");
+    assert!(stdout.contains("real time") && stdout.contains("rollbacks 0"));
+}
+
+/// The documented checksum (word-wise FNV-1a), recomputed from the CSV rows.
+fn checksum_of(rows: &[Row]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |w: u32| h = (h ^ w as u64).wrapping_mul(0x100_0000_01b3);
+    let mut last = None;
+    for (frame, _, _, floats) in rows {
+        if last != Some(*frame) {
+            mix(*frame as u32);
+            mix((*frame >> 32) as u32);
+            last = Some(*frame);
+        }
+        for x in floats {
+            mix(x.to_bits());
+        }
+    }
+    h
+}
+
+#[test]
+fn checksum_line_matches_the_csv_and_the_thread_count_does_not_matter() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    scene_file(
+        d,
+        "drop.toml",
+        "[world]\nseconds = 0.25\n\n[[body]]\nshape = \"plane\"\nnormal = [0, 1, 0]\nstatic = true\n\n\
+         [[grid]]\nshape = \"box\"\nhalf_extents = [0.2, 0.2, 0.2]\nangular_velocity = [0, 1, 0]\n\
+         count = [3, 2, 2]\nspacing = [1, 1, 1]\norigin = [0, 2, 0]\njitter = 0.1\nseed = 3\n",
+    );
+    let mut lines = Vec::new();
+    for threads in ["1", "4"] {
+        let out = timewarp(
+            &[
+                "run",
+                "drop.toml",
+                "--threads",
+                threads,
+                "--out",
+                "t.csv",
+                "--checksum",
+            ],
+            d,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let line = stdout.lines().last().unwrap().to_string();
+        let hex = line.strip_prefix("checksum: ").expect("checksum line");
+        assert_eq!(hex.len(), 16);
+        assert!(
+            hex.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        let (_, rows) = read_csv(&d.join("t.csv"));
+        assert_eq!(rows.len(), 16 * 12); // frames 0..=15 (0.25 s) x 12 boxes; the plane has no rows
+        assert!(rows.iter().all(|r| r.2 >= 1), "static body 0 has no rows");
+        assert_eq!(format!("{:016x}", checksum_of(&rows)), hex);
+        lines.push(line);
+    }
+    assert_eq!(lines[0], lines[1]);
+    // --quiet --checksum prints exactly the checksum line.
+    let out = timewarp(&["run", "drop.toml", "--quiet", "--checksum"], d);
+    assert_eq!(text(&out.stdout), format!("{}\n", lines[0]));
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_timewarp"))
+        .args(["run", "parallel", "--bodies", "50", "--seconds", "0.5"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before the summary is written
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(text(&out.stderr), "");
+    assert!(out.status.success());
+}
+
+#[test]
+fn the_default_run_is_cylinders_with_200_spheres() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = timewarp(&["run", "--seconds", "0.05"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("run: cylinders, 206 bodies (200 dynamic), frame engine"),
+        "{stdout}"
+    );
+}
