@@ -296,9 +296,7 @@ fn sleepy_flagged_island_splits_before_a_larger_awake_one() {
     })
     .unwrap();
     let mut v = vec![Vec3::ZERO; 7];
-    for b in 0..4 {
-        v[b] = Vec3::X; // the big island keeps moving
-    }
+    v[..4].fill(Vec3::X); // the big island keeps moving
     let w = vec![Vec3::ZERO; 7];
     g.unlink(big[0]).unwrap();
     g.unlink(small).unwrap();
