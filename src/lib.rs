@@ -18,6 +18,7 @@
 //! - [`frame`]: the frame-centric baseline engine.
 //! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
 
+pub mod broadphase;
 pub mod dynamics;
 pub mod frame;
 pub mod geometry;
