@@ -14,7 +14,7 @@
 //! - `steady/dfs_rebuild`: v2.4's `SolveIslands` over a prebuilt flat adjacency (cheaper than
 //!   v2.4's linked contact edges, so the comparison favours the baseline), with step-counter
 //!   marks, building every island's body and contact lists, plus the same sleep bookkeeping
-//!   per island;
+//!   per island (`dfs_rebuild_no_sleep`: the DFS alone, to set against `persistent_edges_only`);
 //! - `link/build_all`, `split/*`, `sleep/*`, `wake/*`: the incremental operations.
 
 use std::hint::black_box;
@@ -127,7 +127,7 @@ impl DfsRebuild {
     }
 
     /// Builds every island from scratch, then runs IslandSleep on each; returns the count.
-    fn step(&mut self, v: &[Vec3], w: &[Vec3]) -> usize {
+    fn step(&mut self, v: &[Vec3], w: &[Vec3], sleep: bool) -> usize {
         self.stamp += 1;
         let stamp = self.stamp;
         self.island_bodies.clear();
@@ -159,6 +159,9 @@ impl DfsRebuild {
                 self.island_bodies.len() as u32,
                 self.island_contacts.len() as u32,
             ));
+        }
+        if !sleep {
+            return self.island_ends.len();
         }
         // IslandSleep per island.
         let mut start = 0usize;
@@ -238,9 +241,12 @@ fn bench_steady(c: &mut Criterion) {
     });
 
     let mut dfs = DfsRebuild::new(&is_static, &contacts);
-    assert_eq!(dfs.step(&moving, &still), PYRAMIDS);
+    assert_eq!(dfs.step(&moving, &still, true), PYRAMIDS);
     group.bench_function("dfs_rebuild", |bench| {
-        bench.iter(|| black_box(dfs.step(black_box(&moving), &still)))
+        bench.iter(|| black_box(dfs.step(black_box(&moving), &still, true)))
+    });
+    group.bench_function("dfs_rebuild_no_sleep", |bench| {
+        bench.iter(|| black_box(dfs.step(black_box(&moving), &still, false)))
     });
     group.finish();
 }
@@ -308,7 +314,11 @@ fn bench_ops(c: &mut Criterion) {
     let (a, b) = (1 + 9, 1 + PER_PYRAMID); // right end of pyramid 0's base, left end of pyramid 1's
     group.bench_function("wake/link_two_sleeping_pyramids", |bench| {
         bench.iter_batched_ref(
-            || asleep.clone(),
+            || {
+                let mut g = asleep.clone();
+                g.reserve_contacts(1);
+                g
+            },
             |g| black_box(g.link(a, b).unwrap()),
             BatchSize::LargeInput,
         )

@@ -367,6 +367,11 @@ fn island_sleeps_after_time_to_sleep() {
     // Bad input is an error naming it.
     let mut bad = v.clone();
     bad[2] = Vec3::new(f32::NAN, 0.0, 0.0);
+    // Velocities of sleeping bodies are not read ...
+    assert_eq!(g.update_sleep(0.125, &bad, &w), Ok(vec![]));
+    // ... those of awake bodies are checked, and nothing changes on error.
+    g.wake(IslandId(2)).unwrap();
+    let snapshot = g.clone();
     assert_eq!(
         g.update_sleep(0.125, &bad, &w),
         Err(IslandError::NonFinite {
@@ -374,6 +379,7 @@ fn island_sleeps_after_time_to_sleep() {
             index: 2
         })
     );
+    assert_eq!(g, snapshot);
     assert!(matches!(
         g.update_sleep(0.125, &v[..3], &w),
         Err(IslandError::BadLength { .. })

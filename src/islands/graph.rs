@@ -51,8 +51,6 @@
 //! dynamic body's island (the solver needs it) and appears only in the dynamic body's edge list;
 //! removing it cannot disconnect anything, so it does not flag the island for splitting.
 
-use glam::Vec3;
-
 use super::bitset::BitSet;
 use super::error::IslandError;
 use super::sleep::SleepConfig;
@@ -381,6 +379,18 @@ impl IslandGraph {
         };
         self.push_contact(root, id);
         Ok(ContactId(id))
+    }
+
+    /// Reserves room for `additional` more contact slots, so that the next links do not
+    /// reallocate (an engine that knows its pair count can pre-size the graph once).
+    pub fn reserve_contacts(&mut self, additional: usize) {
+        let extra = additional.saturating_sub(self.free_contacts.len());
+        self.contact_bodies.reserve(extra);
+        self.contact_island.reserve(extra);
+        self.contact_prev.reserve(extra);
+        self.contact_next.reserve(extra);
+        self.edge_prev.reserve(extra);
+        self.edge_next.reserve(extra);
     }
 
     /// Records that a contact stopped touching: removes the edge from its island's contact list
@@ -804,12 +814,6 @@ impl IslandGraph {
             return Err(format!("split flag on slot {i} beyond the bodies"));
         }
         Ok(())
-    }
-
-    /// The velocity-free part of a sleep update, shared with [`super::sleep`].
-    pub(super) fn below_threshold(&self, v: Vec3, w: Vec3) -> bool {
-        v.length_squared() <= self.config.linear_threshold * self.config.linear_threshold
-            && w.length_squared() <= self.config.angular_threshold * self.config.angular_threshold
     }
 }
 

@@ -9,8 +9,9 @@
 //! splits a sleepy island before it lets it sleep, so that the pieces can sleep (or stay awake)
 //! on their own. Waking (a touch, [`IslandGraph::wake`]) resets the timers of the whole island.
 //!
-//! The update is one flat pass over the body arrays (cache friendly, no list walking) plus one
-//! pass over the awake-island bit set in ascending id order, so it is deterministic.
+//! The update walks the body lists of the awake islands only, in ascending island id order: its
+//! cost is O(awake bodies) — a sleeping world costs nothing but the walk of an empty bit set —
+//! and it is deterministic.
 
 use glam::Vec3;
 
@@ -78,8 +79,8 @@ impl IslandGraph {
 
     /// One step of sleep bookkeeping, after the awake islands were solved: advances or resets
     /// the timer of every awake dynamic body from its velocity (`linear[b]`, `angular[b]`,
-    /// indexed by body id; entries of static and sleeping bodies are ignored but must be
-    /// finite), records each awake island's minimum timer, and puts to sleep every awake island
+    /// indexed by body id; entries of static and sleeping bodies are not read), records each
+    /// awake island's minimum timer, and puts to sleep every awake island
     /// whose minimum reached `time_to_sleep` and that is not flagged for splitting. Returns the
     /// islands put to sleep, ascending. Nothing changes when an argument is bad.
     pub fn update_sleep(
@@ -103,37 +104,55 @@ impl IslandGraph {
                     got: s.len(),
                 });
             }
-            if let Some(index) = s.iter().position(|v| !v.is_finite()) {
-                return Err(IslandError::NonFinite { what, index });
-            }
         }
+        // Pass 1, read only: the velocities of awake bodies must be finite (so that nothing
+        // changes on bad input). Sleeping and static bodies are not read at all, so the cost
+        // is O(awake bodies), as with Box2D's awake body set.
         for i in self.awake.iter_ones() {
-            self.islands[i].min_sleep_time = f32::INFINITY;
-        }
-        for b in 0..n {
-            let i = self.body_island[b];
-            if i == NONE || !self.awake.get(i as usize) {
-                continue;
+            let mut b = self.islands[i].head_body;
+            while b != NONE {
+                let k = b as usize;
+                if !linear[k].is_finite() {
+                    return Err(IslandError::NonFinite {
+                        what: "linear velocity",
+                        index: k,
+                    });
+                }
+                if !angular[k].is_finite() {
+                    return Err(IslandError::NonFinite {
+                        what: "angular velocity",
+                        index: k,
+                    });
+                }
+                b = self.body_next[k];
             }
-            let t = if self.below_threshold(linear[b], angular[b]) {
-                self.sleep_time[b] + dt
-            } else {
-                0.0
-            };
-            self.sleep_time[b] = t;
-            let isl = &mut self.islands[i as usize];
-            isl.min_sleep_time = isl.min_sleep_time.min(t);
         }
+        // Pass 2: timers, per-island minimum, sleepy islands.
+        let lin2 = self.config.linear_threshold * self.config.linear_threshold;
+        let ang2 = self.config.angular_threshold * self.config.angular_threshold;
         let tts = self.config.time_to_sleep;
-        let sleepy: Vec<IslandId> = self
-            .awake
-            .iter_ones()
-            .filter(|&i| {
-                let isl = &self.islands[i];
-                isl.min_sleep_time >= tts && isl.remove_count == 0
-            })
-            .map(|i| IslandId(i as u32))
-            .collect();
+        let mut sleepy = Vec::new();
+        for i in self.awake.iter_ones() {
+            let mut min = f32::INFINITY;
+            let mut b = self.islands[i].head_body;
+            while b != NONE {
+                let k = b as usize;
+                let t = if linear[k].length_squared() <= lin2 && angular[k].length_squared() <= ang2
+                {
+                    self.sleep_time[k] + dt
+                } else {
+                    0.0
+                };
+                self.sleep_time[k] = t;
+                min = min.min(t);
+                b = self.body_next[k];
+            }
+            let isl = &mut self.islands[i];
+            isl.min_sleep_time = min;
+            if min >= tts && isl.remove_count == 0 {
+                sleepy.push(IslandId(i as u32));
+            }
+        }
         for i in &sleepy {
             self.awake.unset(i.index());
         }
