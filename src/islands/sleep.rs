@@ -9,9 +9,11 @@
 //! splits a sleepy island before it lets it sleep, so that the pieces can sleep (or stay awake)
 //! on their own. Waking (a touch, [`IslandGraph::wake`]) resets the timers of the whole island.
 //!
-//! The update walks the body lists of the awake islands only, in ascending island id order: its
-//! cost is O(awake bodies) — a sleeping world costs nothing but the walk of an empty bit set —
-//! and it is deterministic.
+//! The update walks the body lists of the awake islands only, in ascending island id order, when
+//! few bodies are awake: its cost is then O(awake bodies), and a sleeping world costs nothing but
+//! the walk of the awake bit set. When more than a quarter of the bodies are awake it makes one
+//! flat pass over the body arrays instead (independent loads beat pointer chasing). Both give the
+//! same timers and decisions, and both are deterministic.
 
 use glam::Vec3;
 
@@ -89,6 +91,18 @@ impl IslandGraph {
         linear: &[Vec3],
         angular: &[Vec3],
     ) -> Result<Vec<IslandId>, IslandError> {
+        self.update_sleep_traversal(dt, linear, angular, None)
+    }
+
+    /// [`IslandGraph::update_sleep`] with the traversal forced (`Some(true)`: flat pass over
+    /// the body arrays, `Some(false)`: list walk) or chosen by awake fraction (`None`).
+    fn update_sleep_traversal(
+        &mut self,
+        dt: f32,
+        linear: &[Vec3],
+        angular: &[Vec3],
+        force_flat: Option<bool>,
+    ) -> Result<Vec<IslandId>, IslandError> {
         let n = self.body_count();
         if !(dt.is_finite() && dt > 0.0) {
             return Err(IslandError::NonFinite {
@@ -105,54 +119,97 @@ impl IslandGraph {
                 });
             }
         }
-        // Pass 1, read only: the velocities of awake bodies must be finite (so that nothing
-        // changes on bad input). Sleeping and static bodies are not read at all, so the cost
-        // is O(awake bodies), as with Box2D's awake body set.
-        for i in self.awake.iter_ones() {
-            let mut b = self.islands[i].head_body;
-            while b != NONE {
-                let k = b as usize;
-                if !linear[k].is_finite() {
-                    return Err(IslandError::NonFinite {
-                        what: "linear velocity",
-                        index: k,
-                    });
+        let awake_bodies: usize = self
+            .awake
+            .iter_ones()
+            .map(|i| self.islands[i].body_count as usize)
+            .sum();
+        // Two traversals giving identical results: walking the awake islands' body lists costs
+        // O(awake bodies) but chases pointers; a flat pass over the body arrays costs O(bodies)
+        // but its loads are independent. Walk the lists only when few bodies are awake.
+        let flat = force_flat.unwrap_or(awake_bodies * 4 > n);
+        // Pass 1, read only: the velocities of awake bodies must be finite, so that nothing
+        // changes on bad input. Velocities of sleeping and static bodies are never read.
+        let check = |k: usize| -> Result<(), IslandError> {
+            if !linear[k].is_finite() {
+                return Err(IslandError::NonFinite {
+                    what: "linear velocity",
+                    index: k,
+                });
+            }
+            if !angular[k].is_finite() {
+                return Err(IslandError::NonFinite {
+                    what: "angular velocity",
+                    index: k,
+                });
+            }
+            Ok(())
+        };
+        if flat {
+            for k in 0..n {
+                let i = self.body_island[k];
+                if i != NONE && self.awake.get(i as usize) {
+                    check(k)?;
                 }
-                if !angular[k].is_finite() {
-                    return Err(IslandError::NonFinite {
-                        what: "angular velocity",
-                        index: k,
-                    });
+            }
+        } else {
+            for i in self.awake.iter_ones() {
+                let mut b = self.islands[i].head_body;
+                while b != NONE {
+                    check(b as usize)?;
+                    b = self.body_next[b as usize];
                 }
-                b = self.body_next[k];
             }
         }
-        // Pass 2: timers, per-island minimum, sleepy islands.
+        // Pass 2: timers and each awake island's minimum timer.
         let lin2 = self.config.linear_threshold * self.config.linear_threshold;
         let ang2 = self.config.angular_threshold * self.config.angular_threshold;
-        let tts = self.config.time_to_sleep;
-        let mut sleepy = Vec::new();
-        for i in self.awake.iter_ones() {
-            let mut min = f32::INFINITY;
-            let mut b = self.islands[i].head_body;
-            while b != NONE {
-                let k = b as usize;
-                let t = if linear[k].length_squared() <= lin2 && angular[k].length_squared() <= ang2
-                {
-                    self.sleep_time[k] + dt
-                } else {
-                    0.0
-                };
-                self.sleep_time[k] = t;
-                min = min.min(t);
-                b = self.body_next[k];
+        let timer = |k: usize, old: f32| -> f32 {
+            if linear[k].length_squared() <= lin2 && angular[k].length_squared() <= ang2 {
+                old + dt
+            } else {
+                0.0
             }
-            let isl = &mut self.islands[i];
-            isl.min_sleep_time = min;
-            if min >= tts && isl.remove_count == 0 {
-                sleepy.push(IslandId(i as u32));
+        };
+        if flat {
+            for i in self.awake.iter_ones() {
+                self.islands[i].min_sleep_time = f32::INFINITY;
+            }
+            for k in 0..n {
+                let i = self.body_island[k];
+                if i == NONE || !self.awake.get(i as usize) {
+                    continue;
+                }
+                let t = timer(k, self.sleep_time[k]);
+                self.sleep_time[k] = t;
+                let isl = &mut self.islands[i as usize];
+                isl.min_sleep_time = isl.min_sleep_time.min(t);
+            }
+        } else {
+            for i in self.awake.iter_ones() {
+                let mut min = f32::INFINITY;
+                let mut b = self.islands[i].head_body;
+                while b != NONE {
+                    let k = b as usize;
+                    let t = timer(k, self.sleep_time[k]);
+                    self.sleep_time[k] = t;
+                    min = min.min(t);
+                    b = self.body_next[k];
+                }
+                self.islands[i].min_sleep_time = min;
             }
         }
+        // Pass 3: awake islands that may sleep, ascending.
+        let tts = self.config.time_to_sleep;
+        let sleepy: Vec<IslandId> = self
+            .awake
+            .iter_ones()
+            .filter(|&i| {
+                let isl = &self.islands[i];
+                isl.min_sleep_time >= tts && isl.remove_count == 0
+            })
+            .map(|i| IslandId(i as u32))
+            .collect();
         for i in &sleepy {
             self.awake.unset(i.index());
         }
@@ -164,5 +221,72 @@ impl IslandGraph {
     pub fn is_sleepy(&self, island: IslandId) -> Result<bool, IslandError> {
         self.check_island(island)?;
         Ok(self.islands[island.index()].min_sleep_time >= self.config.time_to_sleep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flat pass and the list walk must give identical graphs, errors included.
+    #[test]
+    fn both_traversals_agree() {
+        let mut x: u64 = 7;
+        let mut rnd = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize
+        };
+        let n = 400;
+        let is_static: Vec<bool> = (0..n).map(|b| b % 23 == 0).collect();
+        let mut g = IslandGraph::new(&is_static).unwrap();
+        for _ in 0..300 {
+            let (a, b) = (rnd() % n, rnd() % n);
+            if a != b && !(is_static[a] && is_static[b]) {
+                g.link(a, b).unwrap();
+            }
+        }
+        let mut h = g.clone();
+        for step in 0..40 {
+            let v: Vec<Vec3> = (0..n)
+                .map(|_| Vec3::new((rnd() % 100) as f32 * 0.001, 0.0, 0.0))
+                .collect();
+            let w = vec![Vec3::ZERO; n];
+            let a = g.update_sleep_traversal(0.05, &v, &w, Some(true)).unwrap();
+            let b = h.update_sleep_traversal(0.05, &v, &w, Some(false)).unwrap();
+            assert_eq!(a, b, "step {step}");
+            assert!(g == h, "graphs differ at step {step}");
+            g.validate().unwrap();
+            if step % 9 == 4 {
+                let i = g.islands().nth(rnd() % 10).unwrap();
+                g.wake(i).unwrap();
+                h.wake(i).unwrap();
+            }
+        }
+        assert!(
+            g.awake_islands().count() < g.islands().count(),
+            "nothing slept"
+        );
+        let woken = g.islands().next().unwrap();
+        g.wake(woken).unwrap();
+        h.wake(woken).unwrap();
+        let mut bad = vec![Vec3::ZERO; n];
+        let k = g.bodies(woken).unwrap().last().unwrap();
+        bad[k].y = f32::INFINITY;
+        let w = vec![Vec3::ZERO; n];
+        let expected = Err(IslandError::NonFinite {
+            what: "linear velocity",
+            index: k,
+        });
+        assert_eq!(
+            g.update_sleep_traversal(0.05, &bad, &w, Some(true)),
+            expected
+        );
+        assert_eq!(
+            h.update_sleep_traversal(0.05, &bad, &w, Some(false)),
+            expected
+        );
+        assert!(g == h);
     }
 }
