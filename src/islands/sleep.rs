@@ -130,14 +130,16 @@ impl IslandGraph {
         let flat = force_flat.unwrap_or(awake_bodies * 4 > n);
         // Pass 1, read only: the velocities of awake bodies must be finite, so that nothing
         // changes on bad input. Velocities of sleeping and static bodies are never read.
+        // A velocity is bad when its squared length is not finite: NaN, infinite, or so large
+        // (beyond ~1.8e19) that its square overflows.
         let check = |k: usize| -> Result<(), IslandError> {
-            if !linear[k].is_finite() {
+            if !linear[k].length_squared().is_finite() {
                 return Err(IslandError::NonFinite {
                     what: "linear velocity",
                     index: k,
                 });
             }
-            if !angular[k].is_finite() {
+            if !angular[k].length_squared().is_finite() {
                 return Err(IslandError::NonFinite {
                     what: "angular velocity",
                     index: k,
@@ -146,10 +148,17 @@ impl IslandGraph {
             Ok(())
         };
         if flat {
-            for k in 0..n {
-                let i = self.body_island[k];
-                if i != NONE && self.awake.get(i as usize) {
-                    check(k)?;
+            // Fast path: a branch-free scan of every velocity; only when it finds a non-finite
+            // one is it decided whether that body is awake (and thus an error).
+            let all_finite = linear.iter().zip(angular).fold(true, |ok, (v, w)| {
+                ok & (v.length_squared() + w.length_squared()).is_finite()
+            });
+            if !all_finite {
+                for k in 0..n {
+                    let i = self.body_island[k];
+                    if i != NONE && self.awake.get(i as usize) {
+                        check(k)?;
+                    }
                 }
             }
         } else {
@@ -175,15 +184,33 @@ impl IslandGraph {
             for i in self.awake.iter_ones() {
                 self.islands[i].min_sleep_time = f32::INFINITY;
             }
+            // Bodies of one island often follow each other in id order: keep the running
+            // minimum in a register and store it when the island changes.
+            let (mut current, mut min) = (NONE, f32::INFINITY);
             for k in 0..n {
                 let i = self.body_island[k];
-                if i == NONE || !self.awake.get(i as usize) {
+                if i != current {
+                    if current != NONE {
+                        let isl = &mut self.islands[current as usize];
+                        isl.min_sleep_time = isl.min_sleep_time.min(min);
+                    }
+                    current = if i != NONE && self.awake.get(i as usize) {
+                        i
+                    } else {
+                        NONE
+                    };
+                    min = f32::INFINITY;
+                }
+                if current == NONE {
                     continue;
                 }
                 let t = timer(k, self.sleep_time[k]);
                 self.sleep_time[k] = t;
-                let isl = &mut self.islands[i as usize];
-                isl.min_sleep_time = isl.min_sleep_time.min(t);
+                min = min.min(t);
+            }
+            if current != NONE {
+                let isl = &mut self.islands[current as usize];
+                isl.min_sleep_time = isl.min_sleep_time.min(min);
             }
         } else {
             for i in self.awake.iter_ones() {
