@@ -583,3 +583,95 @@ fn bad_touch_changes_are_rejected_without_change() {
     );
     assert_eq!((g.clone(), pc.clone()), snapshot);
 }
+
+/// Every operation mixed at random, `validate` after each, with semantic checks: a link leaves
+/// both bodies awake in one island; an island put to sleep has every body's timer at least
+/// `time_to_sleep`; a split's pieces are connected components of the parent's bodies.
+#[test]
+fn random_operation_mix_keeps_every_invariant() {
+    for seed in 0..40u64 {
+        let mut rng = Rng(9000 + seed);
+        let n = 5 + rng.below(40);
+        let is_static: Vec<bool> = (0..n).map(|_| rng.below(6) == 0).collect();
+        let mut g = IslandGraph::new(&is_static).unwrap();
+        let tts = 0.25;
+        g.set_sleep_config(SleepConfig {
+            time_to_sleep: tts,
+            ..SleepConfig::default()
+        })
+        .unwrap();
+        let mut live: Vec<(ContactId, usize, usize)> = Vec::new();
+        for _ in 0..400 {
+            match rng.below(10) {
+                0..=3 => {
+                    let (a, b) = (rng.below(n), rng.below(n));
+                    if a == b || (is_static[a] && is_static[b]) {
+                        assert!(g.link(a, b).is_err());
+                        continue;
+                    }
+                    let c = g.link(a, b).unwrap();
+                    live.push((c, a, b));
+                    for x in [a, b] {
+                        assert_eq!(g.is_body_awake(x).unwrap(), !is_static[x]);
+                    }
+                    if !is_static[a] && !is_static[b] {
+                        assert_eq!(g.island_of(a).unwrap(), g.island_of(b).unwrap());
+                    }
+                }
+                4..=5 if !live.is_empty() => {
+                    let (c, _, _) = live.swap_remove(rng.below(live.len()));
+                    g.unlink(c).unwrap();
+                }
+                6 => {
+                    let before = g.clone();
+                    if let Some(split) = g.split_one() {
+                        let parent_bodies: Vec<usize> =
+                            before.bodies(split.parent).unwrap().collect();
+                        let mut pieces: Vec<usize> = split
+                            .islands
+                            .iter()
+                            .flat_map(|&i| g.bodies(i).unwrap().collect::<Vec<_>>())
+                            .collect();
+                        pieces.sort();
+                        let mut expected = parent_bodies.clone();
+                        expected.sort();
+                        assert_eq!(pieces, expected);
+                        let edges: Vec<(usize, usize)> =
+                            live.iter().map(|&(_, a, b)| (a, b)).collect();
+                        let reference = reference_components(&is_static, &edges);
+                        let got = graph_components(&g);
+                        for &b in &parent_bodies {
+                            assert_eq!(got[b], reference[b], "seed {seed}");
+                        }
+                        let was_awake = before.is_awake(split.parent).unwrap();
+                        for &i in &split.islands {
+                            assert_eq!(g.is_awake(i).unwrap(), was_awake);
+                        }
+                    }
+                }
+                7..=8 => {
+                    let v: Vec<Vec3> = (0..n)
+                        .map(|_| Vec3::new(0.0, if rng.below(8) == 0 { 1.0 } else { 0.0 }, 0.0))
+                        .collect();
+                    let w = vec![Vec3::ZERO; n];
+                    let slept = g.update_sleep(0.0625, &v, &w).unwrap();
+                    for i in slept {
+                        assert!(!g.is_awake(i).unwrap());
+                        assert!(!g.may_split(i).unwrap());
+                        for b in g.bodies(i).unwrap() {
+                            assert!(g.sleep_time(b).unwrap() >= tts);
+                        }
+                    }
+                }
+                _ => {
+                    let b = rng.below(n);
+                    g.wake_body(b).unwrap();
+                    if !is_static[b] {
+                        assert!(g.is_body_awake(b).unwrap());
+                    }
+                }
+            }
+            ok(&g);
+        }
+    }
+}
