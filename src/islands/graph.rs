@@ -46,8 +46,8 @@
 //! # Static bodies
 //!
 //! Static bodies never join an island and never connect two islands (Mirtich, seed 001 §4.4:
-//! fixed bodies may belong to many groups at once "since their motion ... are independent of
-//! the forces exerted on them"). A contact between a dynamic and a static body belongs to the
+//! kinematic bodies "do not link groups together since their motion and the forces they exert
+//! on other bodies are independent of the forces exerted on them"). A contact between a dynamic and a static body belongs to the
 //! dynamic body's island (the solver needs it) and appears only in the dynamic body's edge list;
 //! removing it cannot disconnect anything, so it does not flag the island for splitting.
 
