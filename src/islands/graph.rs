@@ -134,6 +134,20 @@ pub struct IslandGraph {
     pub(super) awake: BitSet,
     pub(super) split_flags: BitSet,
     pub(super) config: SleepConfig,
+    /// Reused buffers of the sleep update; no part of the graph's state.
+    pub(super) scratch_time: Scratch<f32>,
+    pub(super) scratch_runs: Scratch<(u32, f32)>,
+}
+
+/// A reused buffer inside the graph. It holds no state between calls, so it is equal to every
+/// other buffer: graphs compare by their state only.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Scratch<T>(pub Vec<T>);
+
+impl<T> PartialEq for Scratch<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl IslandGraph {
@@ -174,6 +188,8 @@ impl IslandGraph {
             awake,
             split_flags: BitSet::new(n),
             config: SleepConfig::default(),
+            scratch_time: Scratch::default(),
+            scratch_runs: Scratch::default(),
         })
     }
 

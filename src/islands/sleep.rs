@@ -128,18 +128,19 @@ impl IslandGraph {
         // O(awake bodies) but chases pointers; a flat pass over the body arrays costs O(bodies)
         // but its loads are independent. Walk the lists only when few bodies are awake.
         let flat = force_flat.unwrap_or(awake_bodies * 4 > n);
-        // Pass 1, read only: the velocities of awake bodies must be finite, so that nothing
-        // changes on bad input. Velocities of sleeping and static bodies are never read.
         // A velocity is bad when its squared length is not finite: NaN, infinite, or so large
-        // (beyond ~1.8e19) that its square overflows.
+        // (beyond ~1.8e19 m/s) that the squares overflow. Velocities of sleeping and static
+        // bodies are never read. Nothing changes on bad input.
         let check = |k: usize| -> Result<(), IslandError> {
-            if !linear[k].length_squared().is_finite() {
+            let lv = linear[k].length_squared();
+            let lw = angular[k].length_squared();
+            if !lv.is_finite() {
                 return Err(IslandError::NonFinite {
                     what: "linear velocity",
                     index: k,
                 });
             }
-            if !angular[k].length_squared().is_finite() {
+            if !(lv + lw).is_finite() {
                 return Err(IslandError::NonFinite {
                     what: "angular velocity",
                     index: k,
@@ -147,21 +148,75 @@ impl IslandGraph {
             }
             Ok(())
         };
+        let lin2 = self.config.linear_threshold * self.config.linear_threshold;
+        let ang2 = self.config.angular_threshold * self.config.angular_threshold;
         if flat {
-            // Fast path: a branch-free scan of every velocity; only when it finds a non-finite
-            // one is it decided whether that body is awake (and thus an error).
-            let all_finite = linear.iter().zip(angular).fold(true, |ok, (v, w)| {
-                ok & (v.length_squared() + w.length_squared()).is_finite()
-            });
-            if !all_finite {
+            // One pass writing the new timers into a scratch array and each run of one
+            // island's bodies — bodies of an island often follow each other in id order — into
+            // one (island, minimum) record. The graph is touched only after the pass found
+            // every awake velocity good.
+            let mut new_time = std::mem::take(&mut self.scratch_time.0);
+            let mut runs = std::mem::take(&mut self.scratch_runs.0);
+            new_time.clear();
+            runs.clear();
+            // Start from a copy of the old timers (kept for sleeping and static bodies), then
+            // rewrite each run of consecutive bodies of one awake island with a tight loop.
+            new_time.extend_from_slice(&self.sleep_time);
+            let mut bad = false;
+            let mut k = 0;
+            while k < n {
+                let i = self.body_island[k];
+                let mut end = k + 1;
+                while end < n && self.body_island[end] == i {
+                    end += 1;
+                }
+                if i != NONE && self.awake.get(i as usize) {
+                    let mut min = f32::INFINITY;
+                    let run = new_time[k..end]
+                        .iter_mut()
+                        .zip(&linear[k..end])
+                        .zip(&angular[k..end]);
+                    for ((t, v), w) in run {
+                        let lv = v.length_squared();
+                        let lw = w.length_squared();
+                        bad |= !(lv + lw).is_finite();
+                        let x = if lv <= lin2 && lw <= ang2 {
+                            *t + dt
+                        } else {
+                            0.0
+                        };
+                        *t = x;
+                        if x < min {
+                            min = x;
+                        }
+                    }
+                    runs.push((i, min));
+                }
+                k = end;
+            }
+            if bad {
+                self.scratch_time.0 = new_time;
+                self.scratch_runs.0 = runs;
                 for k in 0..n {
                     let i = self.body_island[k];
                     if i != NONE && self.awake.get(i as usize) {
                         check(k)?;
                     }
                 }
+                unreachable!("a bad velocity was seen but not found again");
             }
+            self.scratch_time.0 = std::mem::replace(&mut self.sleep_time, new_time);
+            for i in self.awake.iter_ones() {
+                self.islands[i].min_sleep_time = f32::INFINITY;
+            }
+            for &(i, m) in &runs {
+                let isl = &mut self.islands[i as usize];
+                isl.min_sleep_time = isl.min_sleep_time.min(m);
+            }
+            self.scratch_runs.0 = runs;
         } else {
+            // Pass 1, read only: check the awake velocities. Pass 2: timers and minimum per
+            // island, walking the lists.
             for i in self.awake.iter_ones() {
                 let mut b = self.islands[i].head_body;
                 while b != NONE {
@@ -169,56 +224,18 @@ impl IslandGraph {
                     b = self.body_next[b as usize];
                 }
             }
-        }
-        // Pass 2: timers and each awake island's minimum timer.
-        let lin2 = self.config.linear_threshold * self.config.linear_threshold;
-        let ang2 = self.config.angular_threshold * self.config.angular_threshold;
-        let timer = |k: usize, old: f32| -> f32 {
-            if linear[k].length_squared() <= lin2 && angular[k].length_squared() <= ang2 {
-                old + dt
-            } else {
-                0.0
-            }
-        };
-        if flat {
-            for i in self.awake.iter_ones() {
-                self.islands[i].min_sleep_time = f32::INFINITY;
-            }
-            // Bodies of one island often follow each other in id order: keep the running
-            // minimum in a register and store it when the island changes.
-            let (mut current, mut min) = (NONE, f32::INFINITY);
-            for k in 0..n {
-                let i = self.body_island[k];
-                if i != current {
-                    if current != NONE {
-                        let isl = &mut self.islands[current as usize];
-                        isl.min_sleep_time = isl.min_sleep_time.min(min);
-                    }
-                    current = if i != NONE && self.awake.get(i as usize) {
-                        i
-                    } else {
-                        NONE
-                    };
-                    min = f32::INFINITY;
-                }
-                if current == NONE {
-                    continue;
-                }
-                let t = timer(k, self.sleep_time[k]);
-                self.sleep_time[k] = t;
-                min = min.min(t);
-            }
-            if current != NONE {
-                let isl = &mut self.islands[current as usize];
-                isl.min_sleep_time = isl.min_sleep_time.min(min);
-            }
-        } else {
             for i in self.awake.iter_ones() {
                 let mut min = f32::INFINITY;
                 let mut b = self.islands[i].head_body;
                 while b != NONE {
                     let k = b as usize;
-                    let t = timer(k, self.sleep_time[k]);
+                    let t = if linear[k].length_squared() <= lin2
+                        && angular[k].length_squared() <= ang2
+                    {
+                        self.sleep_time[k] + dt
+                    } else {
+                        0.0
+                    };
                     self.sleep_time[k] = t;
                     min = min.min(t);
                     b = self.body_next[k];
