@@ -1,0 +1,442 @@
+//! The island contact solver: Box2D v3's soft step.
+//!
+//! An island (seed 002: a connected component of bodies joined by touching contacts) is solved on
+//! its own, so islands run in parallel. The solver is Erin Catto's *soft step* of Box2D v3
+//! ("Solver2D", the solver Box2D v3 ships): a frame of `dt` is cut into `substeps` substeps of
+//! `h = dt / substeps`; the contact data (anchors, effective masses, softness) is prepared once per
+//! frame, and each substep does
+//!
+//! 1. integrate velocities (gravity);
+//! 2. warm start: re-apply the accumulated impulses of the previous substep;
+//! 3. solve with bias: sequential impulses, where penetration is pushed out by a *soft*
+//!    constraint (a damped spring of `contact_hertz`, damping ratio 10, push speed capped) and a
+//!    speculative point (still apart by `s > 0`) allows exactly the approach `s / h`;
+//! 4. integrate positions (`dp += h v`, `dq ← exp(½ h ω) dq`);
+//! 5. relax: the same iteration without the bias, which removes the velocity the soft push added,
+//!    so resting stacks do not gain energy.
+//!
+//! After the substeps a *restitution* pass gives each point that was hit faster than
+//! `restitution_threshold` the impulse that makes its separation speed `e` times its approach
+//! speed. The approach speed is measured at the last substep before the point first pushes (rather
+//! than at the start of the frame as in Box2D), so a ball bouncing on the ground keeps `e²` of its
+//! height to within a substep of gravity. The current separation of a point is tracked without
+//! re-running the narrow phase from each body's position and rotation change since the frame began
+//! (`dp`, `dq`) and the anchors `r_A`, `r_B` fixed at preparation.
+//!
+//! Friction has two tangent directions per point, solved together and clamped to the friction
+//! disc `|λ_t| ≤ μ λ_n` (Coulomb). Every body of an island lives in one flat slice
+//! ([`SolverBody`]); constraints refer to bodies by index into that slice. A static body is the
+//! slice's last element, with zero inverse mass and inertia, so no formula needs a branch for it.
+
+use super::MassProps;
+use super::integrate::integrate_rotation;
+use crate::geometry::{MAX_POINTS, Manifold};
+use glam::{Mat3, Quat, Vec3};
+
+/// Solver settings for one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverParams {
+    /// Frame length in seconds.
+    pub dt: f32,
+    pub substeps: u32,
+    pub gravity: Vec3,
+    /// Stiffness of contacts between two dynamic bodies (static contacts use twice this).
+    pub contact_hertz: f32,
+    pub damping_ratio: f32,
+    /// Largest speed at which penetration is pushed out (m/s).
+    pub max_push_velocity: f32,
+    /// Approach speeds below this (m/s) do not bounce.
+    pub restitution_threshold: f32,
+}
+
+impl SolverParams {
+    /// Box2D v3's defaults for a frame of `dt` cut into `substeps`.
+    pub fn new(dt: f32, substeps: u32, gravity: Vec3) -> SolverParams {
+        let substeps = substeps.max(1);
+        SolverParams {
+            dt,
+            substeps,
+            gravity,
+            contact_hertz: (0.25 * substeps as f32 / dt).min(30.0),
+            damping_ratio: 10.0,
+            max_push_velocity: 3.0,
+            restitution_threshold: 1.0,
+        }
+    }
+}
+
+/// One body as the solver sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverBody {
+    pub velocity: Vec3,
+    pub angular_velocity: Vec3,
+    /// Position change since the start of the frame.
+    pub delta_position: Vec3,
+    /// Rotation change since the start of the frame.
+    pub delta_rotation: Quat,
+    pub inv_mass: f32,
+    /// World inverse inertia at the start of the frame.
+    pub inv_inertia: Mat3,
+}
+
+impl SolverBody {
+    /// The static body: never moves, absorbs any impulse.
+    pub const STATIC: SolverBody = SolverBody {
+        velocity: Vec3::ZERO,
+        angular_velocity: Vec3::ZERO,
+        delta_position: Vec3::ZERO,
+        delta_rotation: Quat::IDENTITY,
+        inv_mass: 0.0,
+        inv_inertia: Mat3::ZERO,
+    };
+
+    pub fn new(velocity: Vec3, angular_velocity: Vec3, rotation: Quat, mass: &MassProps) -> Self {
+        SolverBody {
+            velocity,
+            angular_velocity,
+            delta_position: Vec3::ZERO,
+            delta_rotation: Quat::IDENTITY,
+            inv_mass: mass.inv_mass,
+            inv_inertia: mass.world_inv_inertia(rotation),
+        }
+    }
+}
+
+/// Soft-constraint coefficients (Box2D v3 `b2Softness`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Softness {
+    pub bias_rate: f32,
+    pub mass_scale: f32,
+    pub impulse_scale: f32,
+}
+
+impl Softness {
+    /// A damped spring of `hertz` and damping ratio `zeta` as seen by a step of `h`.
+    pub fn new(hertz: f32, zeta: f32, h: f32) -> Softness {
+        if hertz == 0.0 {
+            return Softness {
+                bias_rate: 0.0,
+                mass_scale: 1.0,
+                impulse_scale: 0.0,
+            };
+        }
+        let omega = 2.0 * std::f32::consts::PI * hertz;
+        let a1 = 2.0 * zeta + h * omega;
+        let a2 = h * omega * a1;
+        let a3 = 1.0 / (1.0 + a2);
+        Softness {
+            bias_rate: omega / a1,
+            mass_scale: a2 * a3,
+            impulse_scale: a3,
+        }
+    }
+}
+
+/// One contact point of a constraint.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ConstraintPoint {
+    pub anchor_a: Vec3,
+    pub anchor_b: Vec3,
+    /// Separation minus `n · (r_B - r_A)`: add the current `n · (p_B - p_A)` to get separation.
+    pub base_separation: f32,
+    pub normal_mass: f32,
+    pub tangent_mass: [f32; 2],
+    pub normal_impulse: f32,
+    pub tangent_impulse: [f32; 2],
+    pub max_normal_impulse: f32,
+    /// Normal approach speed before the point first pushed (negative when approaching).
+    pub relative_velocity: f32,
+}
+
+/// A contact between bodies `body_a` and `body_b` (indices into the island's body slice).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactConstraint {
+    pub body_a: u32,
+    pub body_b: u32,
+    pub normal: Vec3,
+    pub tangents: [Vec3; 2],
+    pub friction: f32,
+    pub restitution: f32,
+    pub softness: Softness,
+    pub points: [ConstraintPoint; MAX_POINTS],
+    pub count: u32,
+    /// The engine's contact index, to store the impulses back.
+    pub contact: u32,
+}
+
+/// A unit vector orthogonal to unit `n`, chosen deterministically from `n` alone.
+#[inline]
+pub fn tangent_basis(n: Vec3) -> [Vec3; 2] {
+    let t1 = if n.x.abs() > 0.57735 {
+        Vec3::new(n.y, -n.x, 0.0).normalize()
+    } else {
+        Vec3::new(0.0, n.z, -n.y).normalize()
+    };
+    [t1, n.cross(t1)]
+}
+
+impl ContactConstraint {
+    /// A constraint from `manifold` between bodies whose centres are at `pa`, `pb` at the start of
+    /// the frame. A static side (`static_a` / `static_b`) anchors at the contact point itself (it
+    /// never moves). Warm-start impulses come from the manifold points.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        body_a: u32,
+        body_b: u32,
+        pa: Vec3,
+        pb: Vec3,
+        static_a: bool,
+        static_b: bool,
+        manifold: &Manifold,
+        friction: f32,
+        restitution: f32,
+        contact: u32,
+    ) -> ContactConstraint {
+        let n = manifold.normal;
+        let tangents = tangent_basis(n);
+        let mut points = [ConstraintPoint::default(); MAX_POINTS];
+        for (cp, mp) in points.iter_mut().zip(manifold.points()) {
+            let ra = if static_a {
+                Vec3::ZERO
+            } else {
+                mp.position - pa
+            };
+            let rb = if static_b {
+                Vec3::ZERO
+            } else {
+                mp.position - pb
+            };
+            *cp = ConstraintPoint {
+                anchor_a: ra,
+                anchor_b: rb,
+                base_separation: -mp.depth - n.dot(rb - ra),
+                normal_impulse: mp.normal_impulse,
+                tangent_impulse: [
+                    mp.tangent_impulse.dot(tangents[0]),
+                    mp.tangent_impulse.dot(tangents[1]),
+                ],
+                ..ConstraintPoint::default()
+            };
+        }
+        ContactConstraint {
+            body_a,
+            body_b,
+            normal: n,
+            tangents,
+            friction,
+            restitution,
+            softness: Softness::default(),
+            points,
+            count: manifold.count,
+            contact,
+        }
+    }
+
+    /// Copies the accumulated impulses into the manifold for the next frame's warm start.
+    pub fn store_impulses(&self, manifold: &mut Manifold) {
+        let n = self.count.min(manifold.count) as usize;
+        for (mp, cp) in manifold.points[..n].iter_mut().zip(&self.points[..n]) {
+            mp.normal_impulse = cp.normal_impulse;
+            mp.tangent_impulse =
+                self.tangents[0] * cp.tangent_impulse[0] + self.tangents[1] * cp.tangent_impulse[1];
+        }
+    }
+}
+
+#[inline]
+fn pair(bodies: &[SolverBody], a: u32, b: u32) -> (SolverBody, SolverBody) {
+    (bodies[a as usize], bodies[b as usize])
+}
+
+#[inline]
+fn apply(bodies: &mut [SolverBody], c: &ContactConstraint, ba: SolverBody, bb: SolverBody) {
+    // The static body is shared: never write velocities into it (they stay exactly zero anyway).
+    if ba.inv_mass > 0.0 {
+        bodies[c.body_a as usize] = ba;
+    }
+    if bb.inv_mass > 0.0 {
+        bodies[c.body_b as usize] = bb;
+    }
+}
+
+#[inline]
+fn apply_impulse(ba: &mut SolverBody, bb: &mut SolverBody, ra: Vec3, rb: Vec3, p: Vec3) {
+    ba.velocity -= p * ba.inv_mass;
+    ba.angular_velocity -= ba.inv_inertia * ra.cross(p);
+    bb.velocity += p * bb.inv_mass;
+    bb.angular_velocity += bb.inv_inertia * rb.cross(p);
+}
+
+#[inline]
+fn effective_mass(ba: &SolverBody, bb: &SolverBody, ra: Vec3, rb: Vec3, d: Vec3) -> f32 {
+    let rda = ra.cross(d);
+    let rdb = rb.cross(d);
+    let k = ba.inv_mass + bb.inv_mass + rda.dot(ba.inv_inertia * rda) + rdb.dot(bb.inv_inertia * rdb);
+    if k > 0.0 { 1.0 / k } else { 0.0 }
+}
+
+#[inline]
+fn relative_velocity(ba: &SolverBody, bb: &SolverBody, ra: Vec3, rb: Vec3) -> Vec3 {
+    (bb.velocity + bb.angular_velocity.cross(rb)) - (ba.velocity + ba.angular_velocity.cross(ra))
+}
+
+fn prepare(params: &SolverParams, bodies: &[SolverBody], constraints: &mut [ContactConstraint]) {
+    let h = params.dt / params.substeps as f32;
+    let dynamic = Softness::new(params.contact_hertz, params.damping_ratio, h);
+    let fixed = Softness::new(2.0 * params.contact_hertz, params.damping_ratio, h);
+    for c in constraints.iter_mut() {
+        let (ba, bb) = pair(bodies, c.body_a, c.body_b);
+        c.softness = if ba.inv_mass == 0.0 || bb.inv_mass == 0.0 {
+            fixed
+        } else {
+            dynamic
+        };
+        let n = c.normal;
+        let t = c.tangents;
+        for cp in &mut c.points[..c.count as usize] {
+            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+            cp.normal_mass = effective_mass(&ba, &bb, ra, rb, n);
+            cp.tangent_mass = [
+                effective_mass(&ba, &bb, ra, rb, t[0]),
+                effective_mass(&ba, &bb, ra, rb, t[1]),
+            ];
+            cp.max_normal_impulse = 0.0;
+            cp.relative_velocity = n.dot(relative_velocity(&ba, &bb, ra, rb));
+        }
+    }
+}
+
+fn warm_start(bodies: &mut [SolverBody], constraints: &[ContactConstraint]) {
+    for c in constraints {
+        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        for cp in &c.points[..c.count as usize] {
+            let p = c.normal * cp.normal_impulse
+                + c.tangents[0] * cp.tangent_impulse[0]
+                + c.tangents[1] * cp.tangent_impulse[1];
+            apply_impulse(&mut ba, &mut bb, cp.anchor_a, cp.anchor_b, p);
+        }
+        apply(bodies, c, ba, bb);
+    }
+}
+
+fn solve(bodies: &mut [SolverBody], constraints: &mut [ContactConstraint], inv_h: f32, params: &SolverParams, use_bias: bool) {
+    for c in constraints.iter_mut() {
+        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        let n = c.normal;
+        let dp = bb.delta_position - ba.delta_position;
+        let (qa, qb) = (ba.delta_rotation, bb.delta_rotation);
+        let count = c.count as usize;
+        for cp in &mut c.points[..count] {
+            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+            // Current separation from the bodies' motion since the frame began.
+            let d = dp + (qb * rb - qa * ra);
+            let s = n.dot(d) + cp.base_separation;
+            let (bias, mass_scale, impulse_scale) = if s > 0.0 {
+                (s * inv_h, 1.0, 0.0)
+            } else if use_bias {
+                (
+                    (c.softness.bias_rate * s).max(-params.max_push_velocity),
+                    c.softness.mass_scale,
+                    c.softness.impulse_scale,
+                )
+            } else {
+                (0.0, 1.0, 0.0)
+            };
+            let vn = n.dot(relative_velocity(&ba, &bb, ra, rb));
+            if use_bias && cp.normal_impulse == 0.0 {
+                cp.relative_velocity = vn;
+            }
+            let impulse =
+                -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
+            let new = (cp.normal_impulse + impulse).max(0.0);
+            let delta = new - cp.normal_impulse;
+            cp.normal_impulse = new;
+            cp.max_normal_impulse = cp.max_normal_impulse.max(new);
+            apply_impulse(&mut ba, &mut bb, ra, rb, n * delta);
+        }
+        // Friction: both tangent directions together, clamped to the Coulomb disc.
+        for cp in &mut c.points[..count] {
+            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+            let vr = relative_velocity(&ba, &bb, ra, rb);
+            let old = cp.tangent_impulse;
+            let mut l0 = old[0] - cp.tangent_mass[0] * vr.dot(c.tangents[0]);
+            let mut l1 = old[1] - cp.tangent_mass[1] * vr.dot(c.tangents[1]);
+            let max = c.friction * cp.normal_impulse;
+            let len2 = l0 * l0 + l1 * l1;
+            if len2 > max * max {
+                let scale = if len2 > 0.0 { max / len2.sqrt() } else { 0.0 };
+                l0 *= scale;
+                l1 *= scale;
+            }
+            cp.tangent_impulse = [l0, l1];
+            let p = c.tangents[0] * (l0 - old[0]) + c.tangents[1] * (l1 - old[1]);
+            apply_impulse(&mut ba, &mut bb, ra, rb, p);
+        }
+        apply(bodies, c, ba, bb);
+    }
+}
+
+fn restitution(bodies: &mut [SolverBody], constraints: &mut [ContactConstraint], threshold: f32) {
+    for c in constraints.iter_mut() {
+        if c.restitution == 0.0 {
+            continue;
+        }
+        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        let n = c.normal;
+        for cp in &mut c.points[..c.count as usize] {
+            if cp.relative_velocity > -threshold || cp.max_normal_impulse == 0.0 {
+                continue;
+            }
+            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+            let vn = n.dot(relative_velocity(&ba, &bb, ra, rb));
+            let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
+            let new = (cp.normal_impulse + impulse).max(0.0);
+            let delta = new - cp.normal_impulse;
+            cp.normal_impulse = new;
+            cp.max_normal_impulse = cp.max_normal_impulse.max(new);
+            apply_impulse(&mut ba, &mut bb, ra, rb, n * delta);
+        }
+        apply(bodies, c, ba, bb);
+    }
+}
+
+/// Solves one island for one frame: `bodies` (the last may be the shared static body) and the
+/// contact constraints between them, built with [`ContactConstraint::new`]. On return each body's
+/// `velocity`, `angular_velocity`, `delta_position` and `delta_rotation` give its end-of-frame
+/// state, and each constraint's points hold the impulses to store for the next warm start.
+pub fn solve_island(
+    params: &SolverParams,
+    bodies: &mut [SolverBody],
+    constraints: &mut [ContactConstraint],
+) {
+    if constraints.is_empty() {
+        // Nothing touches: exact ballistic flight for the whole frame.
+        let dt = params.dt;
+        for b in bodies.iter_mut().filter(|b| b.inv_mass > 0.0) {
+            b.delta_position = b.velocity * dt + params.gravity * (0.5 * dt * dt);
+            b.velocity += params.gravity * dt;
+            b.delta_rotation = integrate_rotation(Quat::IDENTITY, b.angular_velocity, dt);
+        }
+        return;
+    }
+    let h = params.dt / params.substeps as f32;
+    let inv_h = 1.0 / h;
+    prepare(params, bodies, constraints);
+    for _ in 0..params.substeps {
+        for b in bodies.iter_mut() {
+            if b.inv_mass > 0.0 {
+                b.velocity += params.gravity * h;
+            }
+        }
+        warm_start(bodies, constraints);
+        solve(bodies, constraints, inv_h, params, true);
+        for b in bodies.iter_mut() {
+            if b.inv_mass > 0.0 {
+                b.delta_position += b.velocity * h;
+                b.delta_rotation = integrate_rotation(b.delta_rotation, b.angular_velocity, h);
+            }
+        }
+        solve(bodies, constraints, inv_h, params, false);
+    }
+    restitution(bodies, constraints, params.restitution_threshold);
+}

@@ -1,0 +1,689 @@
+//! The frame engine proper: state, the step pipeline and statistics (see the module essay in
+//! `frame/mod.rs` for the pipeline and the determinism argument).
+
+use super::broad::BroadPhase;
+use super::union_find::UnionFind;
+use crate::dynamics::{
+    BodyState, ContactConstraint, MassProps, SolverBody, SolverParams, solve_island,
+};
+use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
+use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
+use glam::Vec3;
+use rayon::prelude::*;
+
+/// Contacts are kept down to this separation (m): resting contacts persist between steps.
+pub const SPECULATIVE_DISTANCE: f32 = 0.02;
+/// A body slower than this (m/s, and its surface from spinning) may sleep.
+pub const SLEEP_VELOCITY: f32 = 0.05;
+/// An island sleeps when all its bodies have been slow for this long (s).
+pub const TIME_TO_SLEEP: f32 = 0.5;
+
+/// Settings of the frame engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameConfig {
+    /// Worker threads of the engine's rayon pool (at least 1).
+    pub threads: usize,
+    /// Solver substeps per frame.
+    pub substeps: u32,
+    /// Whether islands may fall asleep.
+    pub sleep: bool,
+}
+
+impl Default for FrameConfig {
+    fn default() -> Self {
+        FrameConfig {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            substeps: 4,
+            sleep: true,
+        }
+    }
+}
+
+/// Counters of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Frames stepped.
+    pub frames: u64,
+    /// Largest number of touching contacts in one frame.
+    pub contacts_max: usize,
+    /// Awake islands solved in the last frame.
+    pub islands_awake_last: usize,
+    /// Sleeping islands after the last frame.
+    pub islands_sleeping_last: usize,
+    /// Island edges added (contacts that began touching between two dynamic bodies).
+    pub island_links: u64,
+    /// Island edges removed (contacts between two dynamic bodies that stopped touching).
+    pub island_splits: u64,
+    /// Touching contacts in the last frame.
+    pub contacts_last: usize,
+    /// Broad-phase pairs in the last frame.
+    pub pairs_last: usize,
+    /// Islands put to sleep, and woken, over the run.
+    pub sleeps: u64,
+    pub wakes: u64,
+}
+
+/// A contact pair, kept sorted by `key = a << 32 | b` (`a < b`).
+#[derive(Clone, Copy, Debug)]
+struct Contact {
+    key: u64,
+    manifold: Manifold,
+    friction: f32,
+    restitution: f32,
+    /// The manifold has points (an island edge).
+    touching: bool,
+    /// Recomputed this step (false: frozen between two resting bodies).
+    active: bool,
+}
+
+impl Contact {
+    #[inline]
+    fn a(&self) -> usize {
+        (self.key >> 32) as usize
+    }
+    #[inline]
+    fn b(&self) -> usize {
+        (self.key & 0xffff_ffff) as usize
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The frame-centric baseline engine.
+pub struct FrameEngine {
+    config: FrameConfig,
+    pool: rayon::ThreadPool,
+    params: SolverParams,
+    dt: f64,
+    shapes: Vec<Shape>,
+    masses: Vec<MassProps>,
+    restitution: Vec<f32>,
+    friction: Vec<f32>,
+    extents: Vec<f32>,
+    is_static: Vec<bool>,
+    planes: Vec<u32>,
+    states: Vec<BodyState>,
+    /// Dynamic and not sleeping.
+    awake: Vec<bool>,
+    sleep_time: Vec<f32>,
+    aabbs: Vec<Aabb>,
+    broad: BroadPhase,
+    resting_dirty: bool,
+    pairs: Vec<u64>,
+    contacts: Vec<Contact>,
+    next_contacts: Vec<Contact>,
+    change_bits: Vec<u64>,
+    uf: UnionFind,
+    root_awake: Vec<bool>,
+    island_of: Vec<u32>,
+    slot: Vec<u32>,
+    local: Vec<u32>,
+    island_bodies: Vec<u32>,
+    island_contacts: Vec<u32>,
+    body_start: Vec<u32>,
+    contact_start: Vec<u32>,
+    solver_bodies: Vec<SolverBody>,
+    constraints: Vec<ContactConstraint>,
+    island_min_sleep: Vec<f32>,
+    frame: u64,
+    stats: EngineStats,
+}
+
+impl FrameEngine {
+    /// An engine at the scene's initial state. Panics only if the OS refuses to start threads;
+    /// see [`FrameEngine::try_new`].
+    pub fn new(scene: &Scene, config: FrameConfig) -> Self {
+        Self::try_new(scene, config).expect("cannot start the frame engine's thread pool")
+    }
+
+    /// An engine at the scene's initial state, or the reason its thread pool could not start.
+    pub fn try_new(scene: &Scene, config: FrameConfig) -> Result<Self, String> {
+        let threads = config.threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| format!("cannot start {threads} worker threads: {e}"))?;
+        let w = &scene.world;
+        let dt = w.frame_ticks as f64 / w.ticks_per_second as f64;
+        let n = scene.bodies.len();
+        let bodies = &scene.bodies;
+        let is_static: Vec<bool> = bodies
+            .iter()
+            .map(|b| b.is_static || matches!(b.shape, Shape::Plane { .. }))
+            .collect();
+        let planes = (0..n as u32)
+            .filter(|&i| matches!(bodies[i as usize].shape, Shape::Plane { .. }))
+            .collect();
+        let states: Vec<BodyState> = bodies.iter().map(BodyState::from_desc).collect();
+        let aabbs = bodies
+            .iter()
+            .map(|b| shape_aabb(&b.shape, b.position, b.rotation).expanded(SPECULATIVE_DISTANCE))
+            .collect();
+        Ok(FrameEngine {
+            config: FrameConfig {
+                threads,
+                substeps: config.substeps.max(1),
+                sleep: config.sleep,
+            },
+            pool,
+            params: SolverParams::new(dt as f32, config.substeps.max(1), w.gravity),
+            dt,
+            shapes: bodies.iter().map(|b| b.shape).collect(),
+            masses: bodies
+                .iter()
+                .zip(&is_static)
+                .map(|(b, &s)| {
+                    if s {
+                        MassProps::STATIC
+                    } else {
+                        MassProps::for_body(b)
+                    }
+                })
+                .collect(),
+            restitution: bodies.iter().map(|b| b.restitution).collect(),
+            friction: bodies.iter().map(|b| b.friction).collect(),
+            extents: bodies
+                .iter()
+                .zip(&is_static)
+                .map(|(b, &s)| if s { 0.0 } else { shape_extent(&b.shape) })
+                .collect(),
+            awake: is_static.iter().map(|&s| !s).collect(),
+            is_static,
+            planes,
+            states,
+            sleep_time: vec![0.0; n],
+            aabbs,
+            broad: BroadPhase::new(),
+            resting_dirty: true,
+            pairs: Vec::new(),
+            contacts: Vec::new(),
+            next_contacts: Vec::new(),
+            change_bits: Vec::new(),
+            uf: UnionFind::default(),
+            root_awake: vec![false; n],
+            island_of: vec![NONE; n],
+            slot: vec![NONE; n],
+            local: vec![NONE; n],
+            island_bodies: Vec::new(),
+            island_contacts: Vec::new(),
+            body_start: Vec::new(),
+            contact_start: Vec::new(),
+            solver_bodies: Vec::new(),
+            constraints: Vec::new(),
+            island_min_sleep: Vec::new(),
+            frame: 0,
+            stats: EngineStats::default(),
+        })
+    }
+
+    /// All bodies in scene order, statics included.
+    pub fn states(&self) -> &[BodyState] {
+        &self.states
+    }
+
+    /// Frames stepped so far (0 = initial state).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Simulated seconds.
+    pub fn time(&self) -> f64 {
+        self.frame as f64 * self.dt
+    }
+
+    /// The frame length in seconds.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    pub fn config(&self) -> FrameConfig {
+        self.config
+    }
+
+    /// Whether dynamic body `body` is asleep (static bodies and bad ids: false).
+    pub fn is_sleeping(&self, body: usize) -> bool {
+        body < self.states.len() && !self.is_static[body] && !self.awake[body]
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Advances the world by one frame.
+    pub fn step(&mut self) {
+        self.update_bounds();
+        self.find_pairs();
+        self.merge_contacts();
+        self.narrow_phase();
+        self.build_islands();
+        self.solve();
+        self.sleep();
+        self.frame += 1;
+        self.stats.frames = self.frame;
+    }
+
+    /// Stage 1: AABBs of awake bodies, inflated by their motion over the frame.
+    fn update_bounds(&mut self) {
+        let dt = self.params.dt;
+        let (states, shapes, awake, extents) = (&self.states, &self.shapes, &self.awake, &self.extents);
+        self.pool.install(|| {
+            self.aabbs
+                .par_iter_mut()
+                .enumerate()
+                .with_min_len(256)
+                .for_each(|(i, bb)| {
+                    if awake[i] {
+                        let s = &states[i];
+                        let motion = (s.velocity.length()
+                            + s.angular_velocity.length() * extents[i])
+                            * dt;
+                        *bb = shape_aabb(&shapes[i], s.position, s.rotation)
+                            .expanded(SPECULATIVE_DISTANCE + motion);
+                    }
+                });
+        });
+    }
+
+    /// Stage 2: broad phase.
+    fn find_pairs(&mut self) {
+        let n = self.states.len();
+        if self.resting_dirty {
+            for i in 0..n {
+                if !self.awake[i] && !matches!(self.shapes[i], Shape::Plane { .. }) {
+                    let s = &self.states[i];
+                    self.aabbs[i] = shape_aabb(&self.shapes[i], s.position, s.rotation)
+                        .expanded(SPECULATIVE_DISTANCE);
+                }
+            }
+            let (awake, shapes) = (&self.awake, &self.shapes);
+            self.broad.set_resting(
+                (0..n as u32).filter(|&i| {
+                    !awake[i as usize] && !matches!(shapes[i as usize], Shape::Plane { .. })
+                }),
+                &self.aabbs,
+            );
+            self.resting_dirty = false;
+        }
+        let awake = &self.awake;
+        self.broad
+            .find_pairs((0..n as u32).filter(|&i| awake[i as usize]), &self.aabbs, &mut self.pairs);
+        // Planes against every awake body.
+        for &p in &self.planes {
+            let Shape::Plane { normal, offset } = self.shapes[p as usize] else {
+                continue;
+            };
+            for i in 0..n {
+                if !self.awake[i] {
+                    continue;
+                }
+                let bb = &self.aabbs[i];
+                let half = (bb.max - bb.min) * 0.5;
+                let lowest = normal.dot(bb.center()) - normal.abs().dot(half);
+                if lowest <= offset {
+                    let (lo, hi) = if (p as usize) < i { (p, i as u32) } else { (i as u32, p) };
+                    self.pairs.push(((lo as u64) << 32) | hi as u64);
+                }
+            }
+        }
+        self.pairs.sort_unstable();
+        self.stats.pairs_last = self.pairs.len();
+    }
+
+    /// Stage 3: the new contact list: broad-phase pairs (carrying last step's manifold) and the
+    /// frozen contacts between resting bodies, in key order.
+    fn merge_contacts(&mut self) {
+        let mut next = std::mem::take(&mut self.next_contacts);
+        next.clear();
+        let old = &self.contacts;
+        let pairs = &self.pairs;
+        let (mut i, mut j) = (0, 0);
+        let mut ended = 0;
+        while i < old.len() || j < pairs.len() {
+            let ko = old.get(i).map_or(u64::MAX, |c| c.key);
+            let kp = pairs.get(j).copied().unwrap_or(u64::MAX);
+            if ko < kp {
+                let c = old[i];
+                if !self.awake[c.a()] && !self.awake[c.b()] {
+                    next.push(Contact { active: false, ..c });
+                } else if c.touching && !self.is_static[c.a()] && !self.is_static[c.b()] {
+                    ended += 1;
+                }
+                i += 1;
+            } else if ko == kp {
+                next.push(Contact {
+                    active: true,
+                    ..old[i]
+                });
+                i += 1;
+                j += 1;
+            } else {
+                let (a, b) = ((kp >> 32) as usize, (kp & 0xffff_ffff) as usize);
+                next.push(Contact {
+                    key: kp,
+                    manifold: Manifold::default(),
+                    friction: mix_friction(self.friction[a], self.friction[b]),
+                    restitution: mix_restitution(self.restitution[a], self.restitution[b]),
+                    touching: false,
+                    active: true,
+                });
+                j += 1;
+            }
+        }
+        self.stats.island_splits += ended;
+        self.next_contacts = std::mem::replace(&mut self.contacts, next);
+    }
+
+    fn count_edge(&mut self, a: usize, b: usize, begin: bool) {
+        if !self.is_static[a] && !self.is_static[b] {
+            if begin {
+                self.stats.island_links += 1;
+            } else {
+                self.stats.island_splits += 1;
+            }
+        }
+    }
+
+    /// Stage 4: manifolds of the active pairs, in parallel; begin/end bits per 64 contacts.
+    fn narrow_phase(&mut self) {
+        let words = self.contacts.len().div_ceil(64);
+        self.change_bits.clear();
+        self.change_bits.resize(words, 0);
+        let dt = self.params.dt;
+        let (states, shapes, extents, is_static) =
+            (&self.states, &self.shapes, &self.extents, &self.is_static);
+        let contacts = &mut self.contacts;
+        let bits = &mut self.change_bits;
+        self.pool.install(|| {
+            contacts
+                .par_chunks_mut(64)
+                .zip(bits.par_iter_mut())
+                .for_each(|(chunk, word)| {
+                    let mut w = 0u64;
+                    for (k, c) in chunk.iter_mut().enumerate() {
+                        if !c.active {
+                            continue;
+                        }
+                        let (a, b) = (c.a(), c.b());
+                        let (sa, sb) = (&states[a], &states[b]);
+                        let spin = |i: usize, s: &BodyState| {
+                            if is_static[i] {
+                                0.0
+                            } else {
+                                s.angular_velocity.length() * extents[i]
+                            }
+                        };
+                        let margin = SPECULATIVE_DISTANCE
+                            + ((sb.velocity - sa.velocity).length() + spin(a, sa) + spin(b, sb))
+                                * dt;
+                        let mut m = collide(
+                            &shapes[a],
+                            &Pose::new(sa.position, sa.rotation),
+                            &shapes[b],
+                            &Pose::new(sb.position, sb.rotation),
+                            margin,
+                        );
+                        m.carry_impulses(&c.manifold);
+                        c.manifold = m;
+                        let touching = m.count > 0;
+                        if touching != c.touching {
+                            w |= 1 << k;
+                        }
+                        c.touching = touching;
+                    }
+                    *word = w;
+                });
+        });
+        // Walk the flipped pairs in contact order (serial, deterministic).
+        for wi in 0..self.change_bits.len() {
+            let mut w = self.change_bits[wi];
+            while w != 0 {
+                let k = wi * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                let c = self.contacts[k];
+                self.count_edge(c.a(), c.b(), c.touching);
+            }
+        }
+    }
+
+    /// Stage 5: islands by union-find over touching contacts; wake islands touched by an awake body;
+    /// lay out awake islands' bodies and constraints contiguously for the solver.
+    fn build_islands(&mut self) {
+        let n = self.states.len();
+        self.uf.reset(n);
+        let mut touching = 0;
+        for c in &self.contacts {
+            if c.touching {
+                touching += 1;
+                let (a, b) = (c.a(), c.b());
+                if !self.is_static[a] && !self.is_static[b] {
+                    self.uf.union(a as u32, b as u32);
+                }
+            }
+        }
+        self.stats.contacts_last = touching;
+        self.stats.contacts_max = self.stats.contacts_max.max(touching);
+        // An island with an awake body is awake whole.
+        self.root_awake.clear();
+        self.root_awake.resize(n, false);
+        for i in 0..n {
+            if self.awake[i] {
+                let r = self.uf.find(i as u32) as usize;
+                self.root_awake[r] = true;
+            }
+        }
+        let mut sleeping_roots = 0;
+        let mut woken_roots = 0;
+        for i in 0..n {
+            if self.is_static[i] || self.awake[i] {
+                continue;
+            }
+            let r = self.uf.find(i as u32) as usize;
+            if self.root_awake[r] {
+                self.awake[i] = true;
+                self.sleep_time[i] = 0.0;
+                self.resting_dirty = true;
+                if r == i {
+                    woken_roots += 1;
+                }
+            } else if r == i {
+                sleeping_roots += 1;
+            }
+        }
+        self.stats.wakes += woken_roots;
+        self.stats.islands_sleeping_last = sleeping_roots;
+
+        // Number the awake islands in order of their root (smallest body id).
+        self.island_of.iter_mut().for_each(|x| *x = NONE);
+        self.body_start.clear();
+        self.contact_start.clear();
+        let mut counts: Vec<u32> = Vec::new();
+        for i in 0..n {
+            if !self.awake[i] {
+                continue;
+            }
+            let r = self.uf.find(i as u32) as usize;
+            if self.island_of[r] == NONE {
+                self.island_of[r] = counts.len() as u32;
+                counts.push(0);
+            }
+            let k = self.island_of[r];
+            self.island_of[i] = k;
+            self.local[i] = counts[k as usize];
+            counts[k as usize] += 1;
+        }
+        let islands = counts.len();
+        // Body slots: each island's bodies then its static stand-in.
+        let mut acc = 0u32;
+        for &c in &counts {
+            self.body_start.push(acc);
+            acc += c + 1;
+        }
+        self.body_start.push(acc);
+        self.solver_bodies.clear();
+        self.solver_bodies.resize(acc as usize, SolverBody::STATIC);
+        self.island_bodies.clear();
+        self.island_bodies.resize(acc as usize, NONE);
+        for i in 0..n {
+            let k = self.island_of[i];
+            if k == NONE || !self.awake[i] {
+                self.slot[i] = NONE;
+                continue;
+            }
+            let s = self.body_start[k as usize] + self.local[i];
+            self.slot[i] = s;
+            self.island_bodies[s as usize] = i as u32;
+            let st = &self.states[i];
+            self.solver_bodies[s as usize] =
+                SolverBody::new(st.velocity, st.angular_velocity, st.rotation, &self.masses[i]);
+        }
+        // Constraints: touching contacts grouped by island, in contact order.
+        let mut ccount = vec![0u32; islands + 1];
+        self.island_contacts.clear();
+        for (ci, c) in self.contacts.iter().enumerate() {
+            if !c.touching {
+                continue;
+            }
+            let (a, b) = (c.a(), c.b());
+            let owner = if !self.is_static[a] { a } else { b };
+            let k = self.island_of[owner];
+            if k == NONE || !self.awake[owner] {
+                continue;
+            }
+            ccount[k as usize] += 1;
+            self.island_contacts.push(ci as u32);
+        }
+        let mut acc = 0u32;
+        for c in ccount.iter_mut().take(islands) {
+            self.contact_start.push(acc);
+            let here = *c;
+            *c = acc; // reuse as fill cursor
+            acc += here;
+        }
+        self.contact_start.push(acc);
+        self.constraints.clear();
+        self.constraints.resize(
+            acc as usize,
+            ContactConstraint::new(0, 0, Vec3::ZERO, Vec3::ZERO, true, true, &Manifold::default(), 0.0, 0.0, 0),
+        );
+        for &ci in &self.island_contacts {
+            let c = &self.contacts[ci as usize];
+            let (a, b) = (c.a(), c.b());
+            let owner = if !self.is_static[a] { a } else { b };
+            let k = self.island_of[owner] as usize;
+            let stand_in = counts[k];
+            let la = if self.is_static[a] { stand_in } else { self.local[a] };
+            let lb = if self.is_static[b] { stand_in } else { self.local[b] };
+            let at = ccount[k] as usize;
+            ccount[k] += 1;
+            self.constraints[at] = ContactConstraint::new(
+                la,
+                lb,
+                self.states[a].position,
+                self.states[b].position,
+                self.is_static[a],
+                self.is_static[b],
+                &c.manifold,
+                c.friction,
+                c.restitution,
+                ci,
+            );
+        }
+        self.stats.islands_awake_last = islands;
+    }
+
+    /// Stage 6: solve awake islands in parallel and write the new states back.
+    fn solve(&mut self) {
+        let islands = self.body_start.len().saturating_sub(1);
+        let params = self.params;
+        {
+            let mut tasks: Vec<(&mut [SolverBody], &mut [ContactConstraint])> =
+                Vec::with_capacity(islands);
+            let mut rest_b: &mut [SolverBody] = &mut self.solver_bodies;
+            let mut rest_c: &mut [ContactConstraint] = &mut self.constraints;
+            for k in 0..islands {
+                let nb = (self.body_start[k + 1] - self.body_start[k]) as usize;
+                let nc = (self.contact_start[k + 1] - self.contact_start[k]) as usize;
+                let (hb, tb) = std::mem::take(&mut rest_b).split_at_mut(nb);
+                let (hc, tc) = std::mem::take(&mut rest_c).split_at_mut(nc);
+                rest_b = tb;
+                rest_c = tc;
+                tasks.push((hb, hc));
+            }
+            self.pool.install(|| {
+                tasks
+                    .par_iter_mut()
+                    .for_each(|(b, c)| solve_island(&params, b, c));
+            });
+        }
+        for c in &self.constraints {
+            c.store_impulses(&mut self.contacts[c.contact as usize].manifold);
+        }
+        let (slots, sb) = (&self.slot, &self.solver_bodies);
+        self.pool.install(|| {
+            self.states
+                .par_iter_mut()
+                .zip(slots.par_iter())
+                .with_min_len(256)
+                .for_each(|(s, &slot)| {
+                    if slot == NONE {
+                        return;
+                    }
+                    let b = &sb[slot as usize];
+                    s.position += b.delta_position;
+                    s.rotation = (b.delta_rotation * s.rotation).normalize();
+                    s.velocity = b.velocity;
+                    s.angular_velocity = b.angular_velocity;
+                });
+        });
+    }
+
+    /// Stage 7: per-island sleep.
+    fn sleep(&mut self) {
+        let islands = self.body_start.len().saturating_sub(1);
+        if !self.config.sleep {
+            return;
+        }
+        let dt = self.params.dt;
+        self.island_min_sleep.clear();
+        self.island_min_sleep.resize(islands, f32::MAX);
+        let v2 = SLEEP_VELOCITY * SLEEP_VELOCITY;
+        for k in 0..islands {
+            let (s, e) = (self.body_start[k] as usize, self.body_start[k + 1] as usize);
+            for &b in &self.island_bodies[s..e] {
+                if b == NONE {
+                    continue;
+                }
+                let b = b as usize;
+                let st = &self.states[b];
+                let spin = st.angular_velocity.length() * self.extents[b];
+                if st.velocity.length_squared() > v2 || spin * spin > v2 {
+                    self.sleep_time[b] = 0.0;
+                } else {
+                    self.sleep_time[b] += dt;
+                }
+                self.island_min_sleep[k] = self.island_min_sleep[k].min(self.sleep_time[b]);
+            }
+        }
+        for k in 0..islands {
+            if self.island_min_sleep[k] < TIME_TO_SLEEP {
+                continue;
+            }
+            let (s, e) = (self.body_start[k] as usize, self.body_start[k + 1] as usize);
+            for &b in &self.island_bodies[s..e] {
+                if b == NONE {
+                    continue;
+                }
+                let b = b as usize;
+                self.awake[b] = false;
+                self.states[b].velocity = Vec3::ZERO;
+                self.states[b].angular_velocity = Vec3::ZERO;
+            }
+            self.resting_dirty = true;
+            self.stats.sleeps += 1;
+            self.stats.islands_sleeping_last += 1;
+            self.stats.islands_awake_last -= 1;
+        }
+    }
+}
