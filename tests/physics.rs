@@ -150,12 +150,23 @@ fn elastic_head_on_collision_swaps_velocities() {
         e.step();
     }
     let (sa, sb) = (e.states()[0], e.states()[1]);
-    assert!((sa.velocity - b.velocity).length() < 1e-4, "{:?}", sa.velocity);
-    assert!((sb.velocity - a.velocity).length() < 1e-4, "{:?}", sb.velocity);
+    assert!(
+        (sa.velocity - b.velocity).length() < 1e-4,
+        "{:?}",
+        sa.velocity
+    );
+    assert!(
+        (sb.velocity - a.velocity).length() < 1e-4,
+        "{:?}",
+        sb.velocity
+    );
     let p0 = a.velocity * a.mass + b.velocity * b.mass;
     let p1 = sa.velocity * a.mass + sb.velocity * b.mass;
     assert!((p0 - p1).length() < 1e-4);
-    assert!(sa.position.x < sb.position.x - 1.0, "they passed through each other");
+    assert!(
+        sa.position.x < sb.position.x - 1.0,
+        "they passed through each other"
+    );
 }
 
 #[test]
@@ -194,7 +205,10 @@ fn sphere_rolls_down_an_incline() {
     );
     // Rolling without slipping: the contact point is at rest.
     let contact_v = s.velocity + s.angular_velocity.cross(-n * r);
-    assert!(contact_v.length() < 0.05 * s.velocity.length(), "slipping: {contact_v:?}");
+    assert!(
+        contact_v.length() < 0.05 * s.velocity.length(),
+        "slipping: {contact_v:?}"
+    );
     // It stays on the surface.
     assert!(((s.position - start).dot(n)).abs() < 0.01);
 }
@@ -242,7 +256,13 @@ fn pyramid_of_55_boxes_stands_and_sleeps() {
         bodies,
     };
     let mean_height = |s: &[BodyState]| s[1..].iter().map(|b| b.position.y).sum::<f32>() / 55.0;
-    let h0 = mean_height(&scene.bodies.iter().map(BodyState::from_desc).collect::<Vec<_>>());
+    let h0 = mean_height(
+        &scene
+            .bodies
+            .iter()
+            .map(BodyState::from_desc)
+            .collect::<Vec<_>>(),
+    );
     let mut e = engine(&scene, 2);
     for _ in 0..600 {
         e.step();
@@ -327,7 +347,10 @@ fn identical_states_for_any_thread_count() {
         for _ in 0..150 {
             e.step();
         }
-        assert!(e.stats().contacts_max > 100, "too few contacts to test anything");
+        assert!(
+            e.stats().contacts_max > 100,
+            "too few contacts to test anything"
+        );
         (bits(e.states()), e.stats())
     };
     let (reference, stats) = run(1);

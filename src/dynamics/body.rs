@@ -78,7 +78,8 @@ impl MassProps {
                 radius,
                 half_height,
             } => {
-                let across = mass * (3.0 * radius * radius + 4.0 * half_height * half_height) / 12.0;
+                let across =
+                    mass * (3.0 * radius * radius + 4.0 * half_height * half_height) / 12.0;
                 Vec3::new(across, 0.5 * mass * radius * radius, across)
             }
             Shape::Plane { .. } => return MassProps::STATIC,

@@ -107,7 +107,11 @@ mod tests {
     fn elastic_head_on_swaps_velocities() {
         let m = MassProps::from_shape(&Shape::Sphere { radius: 0.5 }, 2.0);
         let a = ball(Vec3::ZERO, Vec3::new(3.0, 0.0, 0.0), Vec3::ZERO);
-        let b = ball(Vec3::new(1.0, 0.0, 0.0), Vec3::new(-1.0, 0.0, 0.0), Vec3::ZERO);
+        let b = ball(
+            Vec3::new(1.0, 0.0, 0.0),
+            Vec3::new(-1.0, 0.0, 0.0),
+            Vec3::ZERO,
+        );
         let r = resolve(&a, &m, &b, &m, Vec3::new(0.5, 0.0, 0.0), Vec3::X, 1.0, 0.5);
         assert!((r.a.velocity - b.velocity).length() < 1e-6);
         assert!((r.b.velocity - a.velocity).length() < 1e-6);

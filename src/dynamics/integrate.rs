@@ -52,7 +52,11 @@ mod tests {
         }
         let t = 2.0;
         let x = s0.position + s0.velocity * t + g * (0.5 * t * t);
-        assert!((s.position - x).length() < 1e-4, "{:?} vs {x:?}", s.position);
+        assert!(
+            (s.position - x).length() < 1e-4,
+            "{:?} vs {x:?}",
+            s.position
+        );
         assert!((s.velocity - (s0.velocity + g * t)).length() < 1e-4);
         // Rotation: 2 rad/s about y for 2 s is 4 rad about y.
         let q = Quat::from_rotation_y(4.0);

@@ -271,7 +271,8 @@ fn apply_impulse(ba: &mut SolverBody, bb: &mut SolverBody, ra: Vec3, rb: Vec3, p
 fn effective_mass(ba: &SolverBody, bb: &SolverBody, ra: Vec3, rb: Vec3, d: Vec3) -> f32 {
     let rda = ra.cross(d);
     let rdb = rb.cross(d);
-    let k = ba.inv_mass + bb.inv_mass + rda.dot(ba.inv_inertia * rda) + rdb.dot(bb.inv_inertia * rdb);
+    let k =
+        ba.inv_mass + bb.inv_mass + rda.dot(ba.inv_inertia * rda) + rdb.dot(bb.inv_inertia * rdb);
     if k > 0.0 { 1.0 / k } else { 0.0 }
 }
 
@@ -319,7 +320,13 @@ fn warm_start(bodies: &mut [SolverBody], constraints: &[ContactConstraint]) {
     }
 }
 
-fn solve(bodies: &mut [SolverBody], constraints: &mut [ContactConstraint], inv_h: f32, params: &SolverParams, use_bias: bool) {
+fn solve(
+    bodies: &mut [SolverBody],
+    constraints: &mut [ContactConstraint],
+    inv_h: f32,
+    params: &SolverParams,
+    use_bias: bool,
+) {
     for c in constraints.iter_mut() {
         let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
         let n = c.normal;

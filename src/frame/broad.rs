@@ -41,13 +41,7 @@ fn key(a: u32, b: u32) -> u64 {
 }
 
 fn sort(v: &mut [Entry]) {
-    v.sort_unstable_by(|a, b| {
-        a.aabb
-            .min
-            .x
-            .total_cmp(&b.aabb.min.x)
-            .then(a.id.cmp(&b.id))
-    });
+    v.sort_unstable_by(|a, b| a.aabb.min.x.total_cmp(&b.aabb.min.x).then(a.id.cmp(&b.id)));
 }
 
 impl BroadPhase {
@@ -67,7 +61,12 @@ impl BroadPhase {
 
     /// Finds the overlapping pairs among the moving bodies `ids` and between them and the resting
     /// set, appending sorted, distinct keys to `out` (cleared first).
-    pub fn find_pairs(&mut self, ids: impl Iterator<Item = u32>, aabbs: &[Aabb], out: &mut Vec<u64>) {
+    pub fn find_pairs(
+        &mut self,
+        ids: impl Iterator<Item = u32>,
+        aabbs: &[Aabb],
+        out: &mut Vec<u64>,
+    ) {
         out.clear();
         self.moving.clear();
         self.moving.extend(ids.map(|id| Entry {
@@ -124,7 +123,9 @@ mod tests {
 
     /// A tiny deterministic generator for the test boxes.
     fn lcg(s: &mut u64) -> f32 {
-        *s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*s >> 40) as f32) / (1u64 << 24) as f32
     }
 

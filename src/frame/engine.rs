@@ -267,7 +267,8 @@ impl FrameEngine {
     /// Stage 1: AABBs of awake bodies, inflated by their motion over the frame.
     fn update_bounds(&mut self) {
         let dt = self.params.dt;
-        let (states, shapes, awake, extents) = (&self.states, &self.shapes, &self.awake, &self.extents);
+        let (states, shapes, awake, extents) =
+            (&self.states, &self.shapes, &self.awake, &self.extents);
         self.pool.install(|| {
             self.aabbs
                 .par_iter_mut()
@@ -276,9 +277,8 @@ impl FrameEngine {
                 .for_each(|(i, bb)| {
                     if awake[i] {
                         let s = &states[i];
-                        let motion = (s.velocity.length()
-                            + s.angular_velocity.length() * extents[i])
-                            * dt;
+                        let motion =
+                            (s.velocity.length() + s.angular_velocity.length() * extents[i]) * dt;
                         *bb = shape_aabb(&shapes[i], s.position, s.rotation)
                             .expanded(SPECULATIVE_DISTANCE + motion);
                     }
@@ -307,8 +307,11 @@ impl FrameEngine {
             self.resting_dirty = false;
         }
         let awake = &self.awake;
-        self.broad
-            .find_pairs((0..n as u32).filter(|&i| awake[i as usize]), &self.aabbs, &mut self.pairs);
+        self.broad.find_pairs(
+            (0..n as u32).filter(|&i| awake[i as usize]),
+            &self.aabbs,
+            &mut self.pairs,
+        );
         // Planes against every awake body.
         for &p in &self.planes {
             let Shape::Plane { normal, offset } = self.shapes[p as usize] else {
@@ -322,7 +325,11 @@ impl FrameEngine {
                 let half = (bb.max - bb.min) * 0.5;
                 let lowest = normal.dot(bb.center()) - normal.abs().dot(half);
                 if lowest <= offset {
-                    let (lo, hi) = if (p as usize) < i { (p, i as u32) } else { (i as u32, p) };
+                    let (lo, hi) = if (p as usize) < i {
+                        (p, i as u32)
+                    } else {
+                        (i as u32, p)
+                    };
                     self.pairs.push(((lo as u64) << 32) | hi as u64);
                 }
             }
@@ -535,8 +542,12 @@ impl FrameEngine {
             self.slot[i] = s;
             self.island_bodies[s as usize] = i as u32;
             let st = &self.states[i];
-            self.solver_bodies[s as usize] =
-                SolverBody::new(st.velocity, st.angular_velocity, st.rotation, &self.masses[i]);
+            self.solver_bodies[s as usize] = SolverBody::new(
+                st.velocity,
+                st.angular_velocity,
+                st.rotation,
+                &self.masses[i],
+            );
         }
         // Constraints: touching contacts grouped by island, in contact order.
         let mut ccount = vec![0u32; islands + 1];
@@ -565,7 +576,18 @@ impl FrameEngine {
         self.constraints.clear();
         self.constraints.resize(
             acc as usize,
-            ContactConstraint::new(0, 0, Vec3::ZERO, Vec3::ZERO, true, true, &Manifold::default(), 0.0, 0.0, 0),
+            ContactConstraint::new(
+                0,
+                0,
+                Vec3::ZERO,
+                Vec3::ZERO,
+                true,
+                true,
+                &Manifold::default(),
+                0.0,
+                0.0,
+                0,
+            ),
         );
         for &ci in &self.island_contacts {
             let c = &self.contacts[ci as usize];
@@ -573,8 +595,16 @@ impl FrameEngine {
             let owner = if !self.is_static[a] { a } else { b };
             let k = self.island_of[owner] as usize;
             let stand_in = counts[k];
-            let la = if self.is_static[a] { stand_in } else { self.local[a] };
-            let lb = if self.is_static[b] { stand_in } else { self.local[b] };
+            let la = if self.is_static[a] {
+                stand_in
+            } else {
+                self.local[a]
+            };
+            let lb = if self.is_static[b] {
+                stand_in
+            } else {
+                self.local[b]
+            };
             let at = ccount[k] as usize;
             ccount[k] += 1;
             self.constraints[at] = ContactConstraint::new(

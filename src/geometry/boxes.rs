@@ -361,7 +361,11 @@ fn edge_contact(
     let qa = ca + da * s;
     let qb = cb + db * t;
     m.normal = l;
-    m.push((qa + qb) * 0.5, -sep, (1 << 16) | ((i * 3 + j) as u32) << 8 | bits);
+    m.push(
+        (qa + qb) * 0.5,
+        -sep,
+        (1 << 16) | ((i * 3 + j) as u32) << 8 | bits,
+    );
 }
 
 #[cfg(test)]
