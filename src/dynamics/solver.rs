@@ -31,7 +31,7 @@
 use super::MassProps;
 use super::integrate::integrate_rotation;
 use crate::geometry::{MAX_POINTS, Manifold};
-use glam::{Mat3, Quat, Vec3};
+use glam::{Mat3A, Quat, Vec3, Vec3A};
 
 /// Solver settings for one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,39 +65,39 @@ impl SolverParams {
     }
 }
 
-/// One body as the solver sees it.
+/// One body as the solver sees it (SIMD-aligned vectors: this is the hot data).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolverBody {
-    pub velocity: Vec3,
-    pub angular_velocity: Vec3,
+    pub velocity: Vec3A,
+    pub angular_velocity: Vec3A,
     /// Position change since the start of the frame.
-    pub delta_position: Vec3,
+    pub delta_position: Vec3A,
     /// Rotation change since the start of the frame.
     pub delta_rotation: Quat,
-    pub inv_mass: f32,
     /// World inverse inertia at the start of the frame.
-    pub inv_inertia: Mat3,
+    pub inv_inertia: Mat3A,
+    pub inv_mass: f32,
 }
 
 impl SolverBody {
     /// The static body: never moves, absorbs any impulse.
     pub const STATIC: SolverBody = SolverBody {
-        velocity: Vec3::ZERO,
-        angular_velocity: Vec3::ZERO,
-        delta_position: Vec3::ZERO,
+        velocity: Vec3A::ZERO,
+        angular_velocity: Vec3A::ZERO,
+        delta_position: Vec3A::ZERO,
         delta_rotation: Quat::IDENTITY,
+        inv_inertia: Mat3A::ZERO,
         inv_mass: 0.0,
-        inv_inertia: Mat3::ZERO,
     };
 
     pub fn new(velocity: Vec3, angular_velocity: Vec3, rotation: Quat, mass: &MassProps) -> Self {
         SolverBody {
-            velocity,
-            angular_velocity,
-            delta_position: Vec3::ZERO,
+            velocity: velocity.into(),
+            angular_velocity: angular_velocity.into(),
+            delta_position: Vec3A::ZERO,
             delta_rotation: Quat::IDENTITY,
+            inv_inertia: Mat3A::from(mass.world_inv_inertia(rotation)),
             inv_mass: mass.inv_mass,
-            inv_inertia: mass.world_inv_inertia(rotation),
         }
     }
 }
@@ -135,8 +135,8 @@ impl Softness {
 /// One contact point of a constraint.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ConstraintPoint {
-    pub anchor_a: Vec3,
-    pub anchor_b: Vec3,
+    pub anchor_a: Vec3A,
+    pub anchor_b: Vec3A,
     /// Separation minus `n · (r_B - r_A)`: add the current `n · (p_B - p_A)` to get separation.
     pub base_separation: f32,
     pub normal_mass: f32,
@@ -151,20 +151,20 @@ pub struct ConstraintPoint {
 /// A contact between bodies `body_a` and `body_b` (indices into the island's body slice).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactConstraint {
+    pub normal: Vec3A,
+    pub tangents: [Vec3A; 2],
+    pub points: [ConstraintPoint; MAX_POINTS],
     pub body_a: u32,
     pub body_b: u32,
-    pub normal: Vec3,
-    pub tangents: [Vec3; 2],
     pub friction: f32,
     pub restitution: f32,
     pub softness: Softness,
-    pub points: [ConstraintPoint; MAX_POINTS],
     pub count: u32,
     /// The engine's contact index, to store the impulses back.
     pub contact: u32,
 }
 
-/// A unit vector orthogonal to unit `n`, chosen deterministically from `n` alone.
+/// Two unit vectors orthogonal to unit `n` and to each other, chosen deterministically from `n`.
 #[inline]
 pub fn tangent_basis(n: Vec3) -> [Vec3; 2] {
     let t1 = if n.x.abs() > 0.57735 {
@@ -207,8 +207,8 @@ impl ContactConstraint {
                 mp.position - pb
             };
             *cp = ConstraintPoint {
-                anchor_a: ra,
-                anchor_b: rb,
+                anchor_a: ra.into(),
+                anchor_b: rb.into(),
                 base_separation: -mp.depth - n.dot(rb - ra),
                 normal_impulse: mp.normal_impulse,
                 tangent_impulse: [
@@ -219,14 +219,14 @@ impl ContactConstraint {
             };
         }
         ContactConstraint {
+            normal: n.into(),
+            tangents: [tangents[0].into(), tangents[1].into()],
+            points,
             body_a,
             body_b,
-            normal: n,
-            tangents,
             friction,
             restitution,
             softness: Softness::default(),
-            points,
             count: manifold.count,
             contact,
         }
@@ -237,48 +237,67 @@ impl ContactConstraint {
         let n = self.count.min(manifold.count) as usize;
         for (mp, cp) in manifold.points[..n].iter_mut().zip(&self.points[..n]) {
             mp.normal_impulse = cp.normal_impulse;
-            mp.tangent_impulse =
-                self.tangents[0] * cp.tangent_impulse[0] + self.tangents[1] * cp.tangent_impulse[1];
+            mp.tangent_impulse = (self.tangents[0] * cp.tangent_impulse[0]
+                + self.tangents[1] * cp.tangent_impulse[1])
+                .into();
         }
     }
 }
 
-#[inline]
-fn pair(bodies: &[SolverBody], a: u32, b: u32) -> (SolverBody, SolverBody) {
-    (bodies[a as usize], bodies[b as usize])
+/// The velocities of one side of a constraint, loaded once and stored back once.
+#[derive(Clone, Copy)]
+struct Side {
+    v: Vec3A,
+    w: Vec3A,
+    inv_mass: f32,
+    inv_inertia: Mat3A,
 }
 
-#[inline]
-fn apply(bodies: &mut [SolverBody], c: &ContactConstraint, ba: SolverBody, bb: SolverBody) {
-    // The static body is shared: never write velocities into it (they stay exactly zero anyway).
-    if ba.inv_mass > 0.0 {
-        bodies[c.body_a as usize] = ba;
+impl Side {
+    #[inline]
+    fn load(b: &SolverBody) -> Side {
+        Side {
+            v: b.velocity,
+            w: b.angular_velocity,
+            inv_mass: b.inv_mass,
+            inv_inertia: b.inv_inertia,
+        }
     }
-    if bb.inv_mass > 0.0 {
-        bodies[c.body_b as usize] = bb;
+
+    /// Writes the velocities back (never into the shared static stand-in).
+    #[inline]
+    fn store(&self, b: &mut SolverBody) {
+        if self.inv_mass > 0.0 {
+            b.velocity = self.v;
+            b.angular_velocity = self.w;
+        }
+    }
+
+    #[inline]
+    fn point_velocity(&self, r: Vec3A) -> Vec3A {
+        self.v + self.w.cross(r)
     }
 }
 
 #[inline]
-fn apply_impulse(ba: &mut SolverBody, bb: &mut SolverBody, ra: Vec3, rb: Vec3, p: Vec3) {
-    ba.velocity -= p * ba.inv_mass;
-    ba.angular_velocity -= ba.inv_inertia * ra.cross(p);
-    bb.velocity += p * bb.inv_mass;
-    bb.angular_velocity += bb.inv_inertia * rb.cross(p);
+fn apply_impulse(a: &mut Side, b: &mut Side, ra: Vec3A, rb: Vec3A, p: Vec3A) {
+    a.v -= p * a.inv_mass;
+    a.w -= a.inv_inertia * ra.cross(p);
+    b.v += p * b.inv_mass;
+    b.w += b.inv_inertia * rb.cross(p);
 }
 
 #[inline]
-fn effective_mass(ba: &SolverBody, bb: &SolverBody, ra: Vec3, rb: Vec3, d: Vec3) -> f32 {
+fn effective_mass(a: &Side, b: &Side, ra: Vec3A, rb: Vec3A, d: Vec3A) -> f32 {
     let rda = ra.cross(d);
     let rdb = rb.cross(d);
-    let k =
-        ba.inv_mass + bb.inv_mass + rda.dot(ba.inv_inertia * rda) + rdb.dot(bb.inv_inertia * rdb);
+    let k = a.inv_mass + b.inv_mass + rda.dot(a.inv_inertia * rda) + rdb.dot(b.inv_inertia * rdb);
     if k > 0.0 { 1.0 / k } else { 0.0 }
 }
 
 #[inline]
-fn relative_velocity(ba: &SolverBody, bb: &SolverBody, ra: Vec3, rb: Vec3) -> Vec3 {
-    (bb.velocity + bb.angular_velocity.cross(rb)) - (ba.velocity + ba.angular_velocity.cross(ra))
+fn relative_velocity(a: &Side, b: &Side, ra: Vec3A, rb: Vec3A) -> Vec3A {
+    b.point_velocity(rb) - a.point_velocity(ra)
 }
 
 fn prepare(params: &SolverParams, bodies: &[SolverBody], constraints: &mut [ContactConstraint]) {
@@ -286,8 +305,9 @@ fn prepare(params: &SolverParams, bodies: &[SolverBody], constraints: &mut [Cont
     let dynamic = Softness::new(params.contact_hertz, params.damping_ratio, h);
     let fixed = Softness::new(2.0 * params.contact_hertz, params.damping_ratio, h);
     for c in constraints.iter_mut() {
-        let (ba, bb) = pair(bodies, c.body_a, c.body_b);
-        c.softness = if ba.inv_mass == 0.0 || bb.inv_mass == 0.0 {
+        let a = Side::load(&bodies[c.body_a as usize]);
+        let b = Side::load(&bodies[c.body_b as usize]);
+        c.softness = if a.inv_mass == 0.0 || b.inv_mass == 0.0 {
             fixed
         } else {
             dynamic
@@ -296,27 +316,30 @@ fn prepare(params: &SolverParams, bodies: &[SolverBody], constraints: &mut [Cont
         let t = c.tangents;
         for cp in &mut c.points[..c.count as usize] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            cp.normal_mass = effective_mass(&ba, &bb, ra, rb, n);
+            cp.normal_mass = effective_mass(&a, &b, ra, rb, n);
             cp.tangent_mass = [
-                effective_mass(&ba, &bb, ra, rb, t[0]),
-                effective_mass(&ba, &bb, ra, rb, t[1]),
+                effective_mass(&a, &b, ra, rb, t[0]),
+                effective_mass(&a, &b, ra, rb, t[1]),
             ];
             cp.max_normal_impulse = 0.0;
-            cp.relative_velocity = n.dot(relative_velocity(&ba, &bb, ra, rb));
+            cp.relative_velocity = n.dot(relative_velocity(&a, &b, ra, rb));
         }
     }
 }
 
 fn warm_start(bodies: &mut [SolverBody], constraints: &[ContactConstraint]) {
     for c in constraints {
-        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        let (ia, ib) = (c.body_a as usize, c.body_b as usize);
+        let mut a = Side::load(&bodies[ia]);
+        let mut b = Side::load(&bodies[ib]);
         for cp in &c.points[..c.count as usize] {
             let p = c.normal * cp.normal_impulse
                 + c.tangents[0] * cp.tangent_impulse[0]
                 + c.tangents[1] * cp.tangent_impulse[1];
-            apply_impulse(&mut ba, &mut bb, cp.anchor_a, cp.anchor_b, p);
+            apply_impulse(&mut a, &mut b, cp.anchor_a, cp.anchor_b, p);
         }
-        apply(bodies, c, ba, bb);
+        a.store(&mut bodies[ia]);
+        b.store(&mut bodies[ib]);
     }
 }
 
@@ -328,10 +351,12 @@ fn solve(
     use_bias: bool,
 ) {
     for c in constraints.iter_mut() {
-        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        let (ia, ib) = (c.body_a as usize, c.body_b as usize);
+        let mut a = Side::load(&bodies[ia]);
+        let mut b = Side::load(&bodies[ib]);
         let n = c.normal;
-        let dp = bb.delta_position - ba.delta_position;
-        let (qa, qb) = (ba.delta_rotation, bb.delta_rotation);
+        let dp = bodies[ib].delta_position - bodies[ia].delta_position;
+        let (qa, qb) = (bodies[ia].delta_rotation, bodies[ib].delta_rotation);
         let count = c.count as usize;
         for cp in &mut c.points[..count] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
@@ -349,7 +374,7 @@ fn solve(
             } else {
                 (0.0, 1.0, 0.0)
             };
-            let vn = n.dot(relative_velocity(&ba, &bb, ra, rb));
+            let vn = n.dot(relative_velocity(&a, &b, ra, rb));
             if use_bias && cp.normal_impulse == 0.0 {
                 cp.relative_velocity = vn;
             }
@@ -359,12 +384,12 @@ fn solve(
             let delta = new - cp.normal_impulse;
             cp.normal_impulse = new;
             cp.max_normal_impulse = cp.max_normal_impulse.max(new);
-            apply_impulse(&mut ba, &mut bb, ra, rb, n * delta);
+            apply_impulse(&mut a, &mut b, ra, rb, n * delta);
         }
         // Friction: both tangent directions together, clamped to the Coulomb disc.
         for cp in &mut c.points[..count] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let vr = relative_velocity(&ba, &bb, ra, rb);
+            let vr = relative_velocity(&a, &b, ra, rb);
             let old = cp.tangent_impulse;
             let mut l0 = old[0] - cp.tangent_mass[0] * vr.dot(c.tangents[0]);
             let mut l1 = old[1] - cp.tangent_mass[1] * vr.dot(c.tangents[1]);
@@ -377,9 +402,10 @@ fn solve(
             }
             cp.tangent_impulse = [l0, l1];
             let p = c.tangents[0] * (l0 - old[0]) + c.tangents[1] * (l1 - old[1]);
-            apply_impulse(&mut ba, &mut bb, ra, rb, p);
+            apply_impulse(&mut a, &mut b, ra, rb, p);
         }
-        apply(bodies, c, ba, bb);
+        a.store(&mut bodies[ia]);
+        b.store(&mut bodies[ib]);
     }
 }
 
@@ -388,41 +414,45 @@ fn restitution(bodies: &mut [SolverBody], constraints: &mut [ContactConstraint],
         if c.restitution == 0.0 {
             continue;
         }
-        let (mut ba, mut bb) = pair(bodies, c.body_a, c.body_b);
+        let (ia, ib) = (c.body_a as usize, c.body_b as usize);
+        let mut a = Side::load(&bodies[ia]);
+        let mut b = Side::load(&bodies[ib]);
         let n = c.normal;
         for cp in &mut c.points[..c.count as usize] {
             if cp.relative_velocity > -threshold || cp.max_normal_impulse == 0.0 {
                 continue;
             }
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let vn = n.dot(relative_velocity(&ba, &bb, ra, rb));
+            let vn = n.dot(relative_velocity(&a, &b, ra, rb));
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
             let new = (cp.normal_impulse + impulse).max(0.0);
             let delta = new - cp.normal_impulse;
             cp.normal_impulse = new;
             cp.max_normal_impulse = cp.max_normal_impulse.max(new);
-            apply_impulse(&mut ba, &mut bb, ra, rb, n * delta);
+            apply_impulse(&mut a, &mut b, ra, rb, n * delta);
         }
-        apply(bodies, c, ba, bb);
+        a.store(&mut bodies[ia]);
+        b.store(&mut bodies[ib]);
     }
 }
 
 /// Solves one island for one frame: `bodies` (the last may be the shared static body) and the
 /// contact constraints between them, built with [`ContactConstraint::new`]. On return each body's
 /// `velocity`, `angular_velocity`, `delta_position` and `delta_rotation` give its end-of-frame
-/// state, and each constraint's points hold the impulses to store for the next warm start.
+/// state, and each constraint's points hold the impulses to store for the next warm start. An
+/// island without constraints flies exactly (ballistic) for the whole frame.
 pub fn solve_island(
     params: &SolverParams,
     bodies: &mut [SolverBody],
     constraints: &mut [ContactConstraint],
 ) {
+    let g = Vec3A::from(params.gravity);
     if constraints.is_empty() {
-        // Nothing touches: exact ballistic flight for the whole frame.
         let dt = params.dt;
         for b in bodies.iter_mut().filter(|b| b.inv_mass > 0.0) {
-            b.delta_position = b.velocity * dt + params.gravity * (0.5 * dt * dt);
-            b.velocity += params.gravity * dt;
-            b.delta_rotation = integrate_rotation(Quat::IDENTITY, b.angular_velocity, dt);
+            b.delta_position = b.velocity * dt + g * (0.5 * dt * dt);
+            b.velocity += g * dt;
+            b.delta_rotation = integrate_rotation(Quat::IDENTITY, b.angular_velocity.into(), dt);
         }
         return;
     }
@@ -432,7 +462,7 @@ pub fn solve_island(
     for _ in 0..params.substeps {
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {
-                b.velocity += params.gravity * h;
+                b.velocity += g * h;
             }
         }
         warm_start(bodies, constraints);
@@ -440,7 +470,8 @@ pub fn solve_island(
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {
                 b.delta_position += b.velocity * h;
-                b.delta_rotation = integrate_rotation(b.delta_rotation, b.angular_velocity, h);
+                b.delta_rotation =
+                    integrate_rotation(b.delta_rotation, b.angular_velocity.into(), h);
             }
         }
         solve(bodies, constraints, inv_h, params, false);

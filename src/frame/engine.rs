@@ -269,21 +269,25 @@ impl FrameEngine {
         let dt = self.params.dt;
         let (states, shapes, awake, extents) =
             (&self.states, &self.shapes, &self.awake, &self.extents);
-        self.pool.install(|| {
-            self.aabbs
-                .par_iter_mut()
-                .enumerate()
-                .with_min_len(256)
-                .for_each(|(i, bb)| {
-                    if awake[i] {
-                        let s = &states[i];
-                        let motion =
-                            (s.velocity.length() + s.angular_velocity.length() * extents[i]) * dt;
-                        *bb = shape_aabb(&shapes[i], s.position, s.rotation)
-                            .expanded(SPECULATIVE_DISTANCE + motion);
-                    }
-                });
-        });
+        let bound = |(i, bb): (usize, &mut Aabb)| {
+            if awake[i] {
+                let s = &states[i];
+                let motion = (s.velocity.length() + s.angular_velocity.length() * extents[i]) * dt;
+                *bb = shape_aabb(&shapes[i], s.position, s.rotation)
+                    .expanded(SPECULATIVE_DISTANCE + motion);
+            }
+        };
+        if self.config.threads == 1 {
+            self.aabbs.iter_mut().enumerate().for_each(bound);
+        } else {
+            self.pool.install(|| {
+                self.aabbs
+                    .par_iter_mut()
+                    .enumerate()
+                    .with_min_len(256)
+                    .for_each(bound)
+            });
+        }
     }
 
     /// Stage 2: broad phase.
@@ -402,46 +406,53 @@ impl FrameEngine {
             (&self.states, &self.shapes, &self.extents, &self.is_static);
         let contacts = &mut self.contacts;
         let bits = &mut self.change_bits;
-        self.pool.install(|| {
-            contacts
-                .par_chunks_mut(64)
-                .zip(bits.par_iter_mut())
-                .for_each(|(chunk, word)| {
-                    let mut w = 0u64;
-                    for (k, c) in chunk.iter_mut().enumerate() {
-                        if !c.active {
-                            continue;
-                        }
-                        let (a, b) = (c.a(), c.b());
-                        let (sa, sb) = (&states[a], &states[b]);
-                        let spin = |i: usize, s: &BodyState| {
-                            if is_static[i] {
-                                0.0
-                            } else {
-                                s.angular_velocity.length() * extents[i]
-                            }
-                        };
-                        let margin = SPECULATIVE_DISTANCE
-                            + ((sb.velocity - sa.velocity).length() + spin(a, sa) + spin(b, sb))
-                                * dt;
-                        let mut m = collide(
-                            &shapes[a],
-                            &Pose::new(sa.position, sa.rotation),
-                            &shapes[b],
-                            &Pose::new(sb.position, sb.rotation),
-                            margin,
-                        );
-                        m.carry_impulses(&c.manifold);
-                        c.manifold = m;
-                        let touching = m.count > 0;
-                        if touching != c.touching {
-                            w |= 1 << k;
-                        }
-                        c.touching = touching;
+        let narrow = |(chunk, word): (&mut [Contact], &mut u64)| {
+            let mut w = 0u64;
+            for (k, c) in chunk.iter_mut().enumerate() {
+                if !c.active {
+                    continue;
+                }
+                let (a, b) = (c.a(), c.b());
+                let (sa, sb) = (&states[a], &states[b]);
+                let spin = |i: usize, s: &BodyState| {
+                    if is_static[i] {
+                        0.0
+                    } else {
+                        s.angular_velocity.length() * extents[i]
                     }
-                    *word = w;
-                });
-        });
+                };
+                let margin = SPECULATIVE_DISTANCE
+                    + ((sb.velocity - sa.velocity).length() + spin(a, sa) + spin(b, sb)) * dt;
+                let mut m = collide(
+                    &shapes[a],
+                    &Pose::new(sa.position, sa.rotation),
+                    &shapes[b],
+                    &Pose::new(sb.position, sb.rotation),
+                    margin,
+                );
+                m.carry_impulses(&c.manifold);
+                c.manifold = m;
+                let touching = m.count > 0;
+                if touching != c.touching {
+                    w |= 1 << k;
+                }
+                c.touching = touching;
+            }
+            *word = w;
+        };
+        if self.config.threads == 1 {
+            contacts
+                .chunks_mut(64)
+                .zip(bits.iter_mut())
+                .for_each(narrow);
+        } else {
+            self.pool.install(|| {
+                contacts
+                    .par_chunks_mut(64)
+                    .zip(bits.par_iter_mut())
+                    .for_each(narrow)
+            });
+        }
         // Walk the flipped pairs in contact order (serial, deterministic).
         for wi in 0..self.change_bits.len() {
             let mut w = self.change_bits[wi];
@@ -641,32 +652,43 @@ impl FrameEngine {
                 rest_c = tc;
                 tasks.push((hb, hc));
             }
-            self.pool.install(|| {
+            if self.config.threads == 1 {
                 tasks
-                    .par_iter_mut()
+                    .iter_mut()
                     .for_each(|(b, c)| solve_island(&params, b, c));
-            });
+            } else {
+                self.pool.install(|| {
+                    tasks
+                        .par_iter_mut()
+                        .for_each(|(b, c)| solve_island(&params, b, c))
+                });
+            }
         }
         for c in &self.constraints {
             c.store_impulses(&mut self.contacts[c.contact as usize].manifold);
         }
         let (slots, sb) = (&self.slot, &self.solver_bodies);
-        self.pool.install(|| {
-            self.states
-                .par_iter_mut()
-                .zip(slots.par_iter())
-                .with_min_len(256)
-                .for_each(|(s, &slot)| {
-                    if slot == NONE {
-                        return;
-                    }
-                    let b = &sb[slot as usize];
-                    s.position += b.delta_position;
-                    s.rotation = (b.delta_rotation * s.rotation).normalize();
-                    s.velocity = b.velocity;
-                    s.angular_velocity = b.angular_velocity;
-                });
-        });
+        let write = |(s, &slot): (&mut BodyState, &u32)| {
+            if slot == NONE {
+                return;
+            }
+            let b = &sb[slot as usize];
+            s.position += Vec3::from(b.delta_position);
+            s.rotation = (b.delta_rotation * s.rotation).normalize();
+            s.velocity = b.velocity.into();
+            s.angular_velocity = b.angular_velocity.into();
+        };
+        if self.config.threads == 1 {
+            self.states.iter_mut().zip(slots.iter()).for_each(write);
+        } else {
+            self.pool.install(|| {
+                self.states
+                    .par_iter_mut()
+                    .zip(slots.par_iter())
+                    .with_min_len(256)
+                    .for_each(write)
+            });
+        }
     }
 
     /// Stage 7: per-island sleep.
