@@ -366,3 +366,36 @@ fn identical_states_for_any_thread_count() {
     }
     assert!(e.states()[17..].iter().all(|s| s.position.y > 0.3));
 }
+
+#[test]
+fn a_falling_sphere_wakes_a_sleeping_box_and_both_sleep_again() {
+    let bx = body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0);
+    let ball = body(sphere(0.3), Vec3::new(0.1, 6.0, 0.0), 0.5);
+    let scene = Scene {
+        world: world(Vec3::new(0.0, -G, 0.0)),
+        bodies: vec![ground(), bx, ball],
+    };
+    let mut e = engine(&scene, 2);
+    for _ in 0..45 {
+        e.step();
+    }
+    assert!(e.is_sleeping(1), "the box should sleep while the ball falls");
+    assert!(!e.is_sleeping(2));
+    let resting = e.states()[1];
+    let mut woke = false;
+    for _ in 45..240 {
+        e.step();
+        if !e.is_sleeping(1) {
+            woke = true;
+        }
+        if e.is_sleeping(1) && !woke {
+            // Asleep means frozen.
+            assert_eq!(e.states()[1], resting);
+        }
+    }
+    assert!(woke, "the impact did not wake the box");
+    assert!(e.is_sleeping(1) && e.is_sleeping(2), "they did not fall asleep again");
+    let s = e.states()[2];
+    assert!((s.position.y - 1.3).abs() < 0.01, "ball at {:?}", s.position);
+    assert!(e.stats().wakes >= 1 && e.stats().sleeps >= 2);
+}
