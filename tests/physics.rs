@@ -379,7 +379,10 @@ fn a_falling_sphere_wakes_a_sleeping_box_and_both_sleep_again() {
     for _ in 0..45 {
         e.step();
     }
-    assert!(e.is_sleeping(1), "the box should sleep while the ball falls");
+    assert!(
+        e.is_sleeping(1),
+        "the box should sleep while the ball falls"
+    );
     assert!(!e.is_sleeping(2));
     let resting = e.states()[1];
     let mut woke = false;
@@ -394,8 +397,15 @@ fn a_falling_sphere_wakes_a_sleeping_box_and_both_sleep_again() {
         }
     }
     assert!(woke, "the impact did not wake the box");
-    assert!(e.is_sleeping(1) && e.is_sleeping(2), "they did not fall asleep again");
+    assert!(
+        e.is_sleeping(1) && e.is_sleeping(2),
+        "they did not fall asleep again"
+    );
     let s = e.states()[2];
-    assert!((s.position.y - 1.3).abs() < 0.01, "ball at {:?}", s.position);
+    assert!(
+        (s.position.y - 1.3).abs() < 0.01,
+        "ball at {:?}",
+        s.position
+    );
     assert!(e.stats().wakes >= 1 && e.stats().sleeps >= 2);
 }

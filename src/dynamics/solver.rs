@@ -162,6 +162,22 @@ pub struct ContactConstraint {
     pub count: u32,
     /// The engine's contact index, to store the impulses back.
     pub contact: u32,
+    /// Whether the separation depends on A's (B's) rotation: false for static bodies and spheres,
+    /// whose surface stays where it is when they turn, so their anchors need not be rotated.
+    pub rotate_a: bool,
+    pub rotate_b: bool,
+}
+
+/// One side of a contact, as [`ContactConstraint::new`] needs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConstraintBody {
+    /// Index into the island's body slice.
+    pub index: u32,
+    /// Centre at the start of the frame.
+    pub position: Vec3,
+    pub is_static: bool,
+    /// A sphere: turning it does not move its surface.
+    pub is_round: bool,
 }
 
 /// Two unit vectors orthogonal to unit `n` and to each other, chosen deterministically from `n`.
@@ -176,17 +192,12 @@ pub fn tangent_basis(n: Vec3) -> [Vec3; 2] {
 }
 
 impl ContactConstraint {
-    /// A constraint from `manifold` between bodies whose centres are at `pa`, `pb` at the start of
-    /// the frame. A static side (`static_a` / `static_b`) anchors at the contact point itself (it
-    /// never moves). Warm-start impulses come from the manifold points.
-    #[allow(clippy::too_many_arguments)]
+    /// A constraint from `manifold` between bodies `a` and `b` (positions at the start of the
+    /// frame). A static side anchors at the contact point itself (it never moves). Warm-start
+    /// impulses come from the manifold points.
     pub fn new(
-        body_a: u32,
-        body_b: u32,
-        pa: Vec3,
-        pb: Vec3,
-        static_a: bool,
-        static_b: bool,
+        a: ConstraintBody,
+        b: ConstraintBody,
         manifold: &Manifold,
         friction: f32,
         restitution: f32,
@@ -196,16 +207,14 @@ impl ContactConstraint {
         let tangents = tangent_basis(n);
         let mut points = [ConstraintPoint::default(); MAX_POINTS];
         for (cp, mp) in points.iter_mut().zip(manifold.points()) {
-            let ra = if static_a {
-                Vec3::ZERO
-            } else {
-                mp.position - pa
+            let anchor = |side: &ConstraintBody| {
+                if side.is_static {
+                    Vec3::ZERO
+                } else {
+                    mp.position - side.position
+                }
             };
-            let rb = if static_b {
-                Vec3::ZERO
-            } else {
-                mp.position - pb
-            };
+            let (ra, rb) = (anchor(&a), anchor(&b));
             *cp = ConstraintPoint {
                 anchor_a: ra.into(),
                 anchor_b: rb.into(),
@@ -222,13 +231,15 @@ impl ContactConstraint {
             normal: n.into(),
             tangents: [tangents[0].into(), tangents[1].into()],
             points,
-            body_a,
-            body_b,
+            body_a: a.index,
+            body_b: b.index,
             friction,
             restitution,
             softness: Softness::default(),
             count: manifold.count,
             contact,
+            rotate_a: !(a.is_static || a.is_round),
+            rotate_b: !(b.is_static || b.is_round),
         }
     }
 
@@ -361,7 +372,9 @@ fn solve(
         for cp in &mut c.points[..count] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
             // Current separation from the bodies' motion since the frame began.
-            let d = dp + (qb * rb - qa * ra);
+            let pa = if c.rotate_a { qa * ra } else { ra };
+            let pb = if c.rotate_b { qb * rb } else { rb };
+            let d = dp + (pb - pa);
             let s = n.dot(d) + cp.base_separation;
             let (bias, mass_scale, impulse_scale) = if s > 0.0 {
                 (s * inv_h, 1.0, 0.0)

@@ -4,7 +4,7 @@
 use super::broad::BroadPhase;
 use super::union_find::UnionFind;
 use crate::dynamics::{
-    BodyState, ContactConstraint, MassProps, SolverBody, SolverParams, solve_island,
+    BodyState, ConstraintBody, ContactConstraint, MassProps, SolverBody, SolverParams, solve_island,
 };
 use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
@@ -17,6 +17,8 @@ pub const SPECULATIVE_DISTANCE: f32 = 0.02;
 pub const SLEEP_VELOCITY: f32 = 0.05;
 /// An island sleeps when all its bodies have been slow for this long (s).
 pub const TIME_TO_SLEEP: f32 = 0.5;
+/// Small islands are packed into solver tasks of up to this many bodies.
+const BATCH_BODIES: u32 = 64;
 
 /// Settings of the frame engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,8 +122,14 @@ pub struct FrameEngine {
     island_of: Vec<u32>,
     slot: Vec<u32>,
     local: Vec<u32>,
-    island_bodies: Vec<u32>,
     island_contacts: Vec<u32>,
+    island_size: Vec<u32>,
+    island_has_contact: Vec<bool>,
+    island_batch: Vec<u32>,
+    island_offset: Vec<u32>,
+    batch_size: Vec<u32>,
+    cursor: Vec<u32>,
+    order: Vec<u32>,
     body_start: Vec<u32>,
     contact_start: Vec<u32>,
     solver_bodies: Vec<SolverBody>,
@@ -206,8 +214,14 @@ impl FrameEngine {
             island_of: vec![NONE; n],
             slot: vec![NONE; n],
             local: vec![NONE; n],
-            island_bodies: Vec::new(),
             island_contacts: Vec::new(),
+            island_size: Vec::new(),
+            island_has_contact: Vec::new(),
+            island_batch: Vec::new(),
+            island_offset: Vec::new(),
+            batch_size: Vec::new(),
+            cursor: Vec::new(),
+            order: Vec::new(),
             body_start: Vec::new(),
             contact_start: Vec::new(),
             solver_bodies: Vec::new(),
@@ -272,9 +286,13 @@ impl FrameEngine {
         let bound = |(i, bb): (usize, &mut Aabb)| {
             if awake[i] {
                 let s = &states[i];
-                let motion = (s.velocity.length() + s.angular_velocity.length() * extents[i]) * dt;
-                *bb = shape_aabb(&shapes[i], s.position, s.rotation)
-                    .expanded(SPECULATIVE_DISTANCE + motion);
+                // Swept along the velocity (Box2D's fat AABB made directional), and grown by
+                // how far the surface can move from spinning.
+                let spin = s.angular_velocity.length() * extents[i] * dt;
+                let b = shape_aabb(&shapes[i], s.position, s.rotation)
+                    .expanded(SPECULATIVE_DISTANCE + spin);
+                let d = s.velocity * dt;
+                *bb = Aabb::new(b.min + d.min(Vec3::ZERO), b.max + d.max(Vec3::ZERO));
             }
         };
         if self.config.threads == 1 {
@@ -512,46 +530,82 @@ impl FrameEngine {
         self.stats.wakes += woken_roots;
         self.stats.islands_sleeping_last = sleeping_roots;
 
-        // Number the awake islands in order of their root (smallest body id).
+        // Number the awake islands in order of their root (smallest body id); `local` is a body's
+        // rank inside its island.
         self.island_of.iter_mut().for_each(|x| *x = NONE);
-        self.body_start.clear();
-        self.contact_start.clear();
-        let mut counts: Vec<u32> = Vec::new();
+        self.island_size.clear();
         for i in 0..n {
             if !self.awake[i] {
                 continue;
             }
             let r = self.uf.find(i as u32) as usize;
             if self.island_of[r] == NONE {
-                self.island_of[r] = counts.len() as u32;
-                counts.push(0);
+                self.island_of[r] = self.island_size.len() as u32;
+                self.island_size.push(0);
             }
             let k = self.island_of[r];
             self.island_of[i] = k;
-            self.local[i] = counts[k as usize];
-            counts[k as usize] += 1;
+            self.local[i] = self.island_size[k as usize];
+            self.island_size[k as usize] += 1;
         }
-        let islands = counts.len();
-        // Body slots: each island's bodies then its static stand-in.
+        let islands = self.island_size.len();
+        self.stats.islands_awake_last = islands;
+
+        // Batches: consecutive islands packed up to BATCH_BODIES bodies, solved by one task. The
+        // solver never couples two islands (they share only the static stand-in, which is never
+        // written), so batching changes no result, only the overhead per island.
+        // Islands with contacts and free ones (exact ballistic flight) never share a batch.
+        self.island_has_contact.clear();
+        self.island_has_contact.resize(islands, false);
+        for c in &self.contacts {
+            if c.touching {
+                let owner = if !self.is_static[c.a()] { c.a() } else { c.b() };
+                let k = self.island_of[owner];
+                if k != NONE && self.awake[owner] {
+                    self.island_has_contact[k as usize] = true;
+                }
+            }
+        }
+        self.island_batch.clear();
+        self.island_offset.clear();
+        self.batch_size.clear();
+        let mut batch_kind = false;
+        for (k, &size) in self.island_size.iter().enumerate() {
+            let kind = self.island_has_contact[k];
+            match self.batch_size.last_mut() {
+                Some(b) if *b + size <= BATCH_BODIES && kind == batch_kind => {
+                    self.island_offset.push(*b);
+                    *b += size;
+                }
+                _ => {
+                    self.island_offset.push(0);
+                    self.batch_size.push(size);
+                    batch_kind = kind;
+                }
+            }
+            self.island_batch.push(self.batch_size.len() as u32 - 1);
+        }
+        let batches = self.batch_size.len();
+        // Body slots: each batch's bodies then its static stand-in.
+        self.body_start.clear();
         let mut acc = 0u32;
-        for &c in &counts {
+        for &c in &self.batch_size {
             self.body_start.push(acc);
             acc += c + 1;
         }
         self.body_start.push(acc);
         self.solver_bodies.clear();
         self.solver_bodies.resize(acc as usize, SolverBody::STATIC);
-        self.island_bodies.clear();
-        self.island_bodies.resize(acc as usize, NONE);
         for i in 0..n {
             let k = self.island_of[i];
             if k == NONE || !self.awake[i] {
                 self.slot[i] = NONE;
                 continue;
             }
-            let s = self.body_start[k as usize] + self.local[i];
+            // From here on `local` is the index inside the batch.
+            self.local[i] += self.island_offset[k as usize];
+            let s = self.body_start[self.island_batch[k as usize] as usize] + self.local[i];
             self.slot[i] = s;
-            self.island_bodies[s as usize] = i as u32;
             let st = &self.states[i];
             self.solver_bodies[s as usize] = SolverBody::new(
                 st.velocity,
@@ -560,8 +614,10 @@ impl FrameEngine {
                 &self.masses[i],
             );
         }
-        // Constraints: touching contacts grouped by island, in contact order.
-        let mut ccount = vec![0u32; islands + 1];
+        // Constraints: touching contacts of awake islands, grouped by batch (counting sort), in
+        // contact order inside a batch.
+        self.contact_start.clear();
+        self.contact_start.resize(batches + 1, 0);
         self.island_contacts.clear();
         for (ci, c) in self.contacts.iter().enumerate() {
             if !c.touching {
@@ -573,77 +629,62 @@ impl FrameEngine {
             if k == NONE || !self.awake[owner] {
                 continue;
             }
-            ccount[k as usize] += 1;
+            self.contact_start[self.island_batch[k as usize] as usize + 1] += 1;
             self.island_contacts.push(ci as u32);
         }
-        let mut acc = 0u32;
-        for c in ccount.iter_mut().take(islands) {
-            self.contact_start.push(acc);
-            let here = *c;
-            *c = acc; // reuse as fill cursor
-            acc += here;
+        for bt in 0..batches {
+            self.contact_start[bt + 1] += self.contact_start[bt];
         }
-        self.contact_start.push(acc);
-        self.constraints.clear();
-        self.constraints.resize(
-            acc as usize,
-            ContactConstraint::new(
-                0,
-                0,
-                Vec3::ZERO,
-                Vec3::ZERO,
-                true,
-                true,
-                &Manifold::default(),
-                0.0,
-                0.0,
-                0,
-            ),
-        );
+        self.order.clear();
+        self.order.resize(self.island_contacts.len(), 0);
+        self.cursor.clear();
+        self.cursor
+            .extend_from_slice(&self.contact_start[..batches]);
         for &ci in &self.island_contacts {
+            let c = &self.contacts[ci as usize];
+            let owner = if !self.is_static[c.a()] { c.a() } else { c.b() };
+            let bt = self.island_batch[self.island_of[owner] as usize] as usize;
+            self.order[self.cursor[bt] as usize] = ci;
+            self.cursor[bt] += 1;
+        }
+        self.constraints.clear();
+        for &ci in &self.order {
             let c = &self.contacts[ci as usize];
             let (a, b) = (c.a(), c.b());
             let owner = if !self.is_static[a] { a } else { b };
-            let k = self.island_of[owner] as usize;
-            let stand_in = counts[k];
-            let la = if self.is_static[a] {
-                stand_in
-            } else {
-                self.local[a]
+            let stand_in =
+                self.batch_size[self.island_batch[self.island_of[owner] as usize] as usize];
+            let side = |i: usize| ConstraintBody {
+                index: if self.is_static[i] {
+                    stand_in
+                } else {
+                    self.local[i]
+                },
+                position: self.states[i].position,
+                is_static: self.is_static[i],
+                is_round: matches!(self.shapes[i], Shape::Sphere { .. }),
             };
-            let lb = if self.is_static[b] {
-                stand_in
-            } else {
-                self.local[b]
-            };
-            let at = ccount[k] as usize;
-            ccount[k] += 1;
-            self.constraints[at] = ContactConstraint::new(
-                la,
-                lb,
-                self.states[a].position,
-                self.states[b].position,
-                self.is_static[a],
-                self.is_static[b],
+            self.constraints.push(ContactConstraint::new(
+                side(a),
+                side(b),
                 &c.manifold,
                 c.friction,
                 c.restitution,
                 ci,
-            );
+            ));
         }
-        self.stats.islands_awake_last = islands;
     }
 
     /// Stage 6: solve awake islands in parallel and write the new states back.
     fn solve(&mut self) {
-        let islands = self.body_start.len().saturating_sub(1);
+        let batches = self.body_start.len().saturating_sub(1);
         let params = self.params;
         {
             let mut tasks: Vec<(&mut [SolverBody], &mut [ContactConstraint])> =
-                Vec::with_capacity(islands);
+                Vec::with_capacity(batches);
             let mut rest_b: &mut [SolverBody] = &mut self.solver_bodies;
             let mut rest_c: &mut [ContactConstraint] = &mut self.constraints;
-            for k in 0..islands {
+            for k in 0..batches {
                 let nb = (self.body_start[k + 1] - self.body_start[k]) as usize;
                 let nc = (self.contact_start[k + 1] - self.contact_start[k]) as usize;
                 let (hb, tb) = std::mem::take(&mut rest_b).split_at_mut(nb);
@@ -693,49 +734,50 @@ impl FrameEngine {
 
     /// Stage 7: per-island sleep.
     fn sleep(&mut self) {
-        let islands = self.body_start.len().saturating_sub(1);
         if !self.config.sleep {
             return;
         }
+        let islands = self.island_size.len();
+        let n = self.states.len();
         let dt = self.params.dt;
         self.island_min_sleep.clear();
         self.island_min_sleep.resize(islands, f32::MAX);
         let v2 = SLEEP_VELOCITY * SLEEP_VELOCITY;
-        for k in 0..islands {
-            let (s, e) = (self.body_start[k] as usize, self.body_start[k + 1] as usize);
-            for &b in &self.island_bodies[s..e] {
-                if b == NONE {
-                    continue;
-                }
-                let b = b as usize;
-                let st = &self.states[b];
-                let spin = st.angular_velocity.length() * self.extents[b];
-                if st.velocity.length_squared() > v2 || spin * spin > v2 {
-                    self.sleep_time[b] = 0.0;
-                } else {
-                    self.sleep_time[b] += dt;
-                }
-                self.island_min_sleep[k] = self.island_min_sleep[k].min(self.sleep_time[b]);
-            }
-        }
-        for k in 0..islands {
-            if self.island_min_sleep[k] < TIME_TO_SLEEP {
+        for b in 0..n {
+            if self.slot[b] == NONE {
                 continue;
             }
-            let (s, e) = (self.body_start[k] as usize, self.body_start[k + 1] as usize);
-            for &b in &self.island_bodies[s..e] {
-                if b == NONE {
-                    continue;
-                }
-                let b = b as usize;
-                self.awake[b] = false;
-                self.states[b].velocity = Vec3::ZERO;
-                self.states[b].angular_velocity = Vec3::ZERO;
+            let st = &self.states[b];
+            let spin = st.angular_velocity.length() * self.extents[b];
+            if st.velocity.length_squared() > v2 || spin * spin > v2 {
+                self.sleep_time[b] = 0.0;
+            } else {
+                self.sleep_time[b] += dt;
             }
-            self.resting_dirty = true;
-            self.stats.sleeps += 1;
-            self.stats.islands_sleeping_last += 1;
-            self.stats.islands_awake_last -= 1;
+            let k = self.island_of[b] as usize;
+            self.island_min_sleep[k] = self.island_min_sleep[k].min(self.sleep_time[b]);
         }
+        let asleep = self
+            .island_min_sleep
+            .iter()
+            .filter(|&&t| t >= TIME_TO_SLEEP)
+            .count();
+        if asleep == 0 {
+            return;
+        }
+        for b in 0..n {
+            if self.slot[b] == NONE
+                || self.island_min_sleep[self.island_of[b] as usize] < TIME_TO_SLEEP
+            {
+                continue;
+            }
+            self.awake[b] = false;
+            self.states[b].velocity = Vec3::ZERO;
+            self.states[b].angular_velocity = Vec3::ZERO;
+        }
+        self.resting_dirty = true;
+        self.stats.sleeps += asleep as u64;
+        self.stats.islands_sleeping_last += asleep;
+        self.stats.islands_awake_last -= asleep;
     }
 }
