@@ -4,7 +4,8 @@
 use super::broad::BroadPhase;
 use super::union_find::UnionFind;
 use crate::dynamics::{
-    BodyState, ConstraintBody, ContactConstraint, MassProps, SolverBody, SolverParams, solve_island,
+    BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, MassProps, SolverBody,
+    SolverParams, solve_island,
 };
 use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
@@ -123,6 +124,8 @@ pub struct FrameEngine {
     slot: Vec<u32>,
     local: Vec<u32>,
     island_contacts: Vec<u32>,
+    points: Vec<ConstraintPoint>,
+    point_start: Vec<u32>,
     island_size: Vec<u32>,
     island_has_contact: Vec<bool>,
     island_batch: Vec<u32>,
@@ -215,6 +218,8 @@ impl FrameEngine {
             slot: vec![NONE; n],
             local: vec![NONE; n],
             island_contacts: Vec::new(),
+            points: Vec::new(),
+            point_start: Vec::new(),
             island_size: Vec::new(),
             island_has_contact: Vec::new(),
             island_batch: Vec::new(),
@@ -328,12 +333,8 @@ impl FrameEngine {
             );
             self.resting_dirty = false;
         }
-        let awake = &self.awake;
-        self.broad.find_pairs(
-            (0..n as u32).filter(|&i| awake[i as usize]),
-            &self.aabbs,
-            &mut self.pairs,
-        );
+        self.broad
+            .find_pairs(&self.awake, &self.aabbs, &mut self.pairs);
         // Planes against every awake body.
         for &p in &self.planes {
             let Shape::Plane { normal, offset } = self.shapes[p as usize] else {
@@ -648,30 +649,45 @@ impl FrameEngine {
             self.cursor[bt] += 1;
         }
         self.constraints.clear();
-        for &ci in &self.order {
-            let c = &self.contacts[ci as usize];
-            let (a, b) = (c.a(), c.b());
-            let owner = if !self.is_static[a] { a } else { b };
-            let stand_in =
-                self.batch_size[self.island_batch[self.island_of[owner] as usize] as usize];
-            let side = |i: usize| ConstraintBody {
-                index: if self.is_static[i] {
-                    stand_in
-                } else {
-                    self.local[i]
-                },
-                position: self.states[i].position,
-                is_static: self.is_static[i],
-                is_round: matches!(self.shapes[i], Shape::Sphere { .. }),
-            };
-            self.constraints.push(ContactConstraint::new(
-                side(a),
-                side(b),
-                &c.manifold,
-                c.friction,
-                c.restitution,
-                ci,
-            ));
+        self.points.clear();
+        self.point_start.clear();
+        self.point_start.push(0);
+        let mut base = 0;
+        for bt in 0..batches {
+            let range = self.contact_start[bt] as usize..self.contact_start[bt + 1] as usize;
+            for &ci in &self.order[range] {
+                let c = &self.contacts[ci as usize];
+                let (a, b) = (c.a(), c.b());
+                let owner = if !self.is_static[a] { a } else { b };
+                let stand_in = self.batch_size[bt];
+                let side = |i: usize| ConstraintBody {
+                    index: if self.is_static[i] {
+                        stand_in
+                    } else {
+                        self.local[i]
+                    },
+                    position: self.states[i].position,
+                    is_static: self.is_static[i],
+                    is_round: matches!(self.shapes[i], Shape::Sphere { .. }),
+                    inv_inertia: self.masses[i].inv_inertia_local.x,
+                };
+                debug_assert_eq!(
+                    self.island_batch[self.island_of[owner] as usize] as usize,
+                    bt
+                );
+                self.constraints.push(ContactConstraint::new(
+                    side(a),
+                    side(b),
+                    &c.manifold,
+                    c.friction,
+                    c.restitution,
+                    ci,
+                    &mut self.points,
+                    base,
+                ));
+            }
+            base = self.points.len();
+            self.point_start.push(base as u32);
         }
     }
 
@@ -680,33 +696,45 @@ impl FrameEngine {
         let batches = self.body_start.len().saturating_sub(1);
         let params = self.params;
         {
-            let mut tasks: Vec<(&mut [SolverBody], &mut [ContactConstraint])> =
-                Vec::with_capacity(batches);
+            type Task<'a> = (
+                &'a mut [SolverBody],
+                &'a mut [ContactConstraint],
+                &'a mut [ConstraintPoint],
+            );
+            let mut tasks: Vec<Task> = Vec::with_capacity(batches);
             let mut rest_b: &mut [SolverBody] = &mut self.solver_bodies;
             let mut rest_c: &mut [ContactConstraint] = &mut self.constraints;
+            let mut rest_p: &mut [ConstraintPoint] = &mut self.points;
             for k in 0..batches {
                 let nb = (self.body_start[k + 1] - self.body_start[k]) as usize;
                 let nc = (self.contact_start[k + 1] - self.contact_start[k]) as usize;
+                let np = (self.point_start[k + 1] - self.point_start[k]) as usize;
                 let (hb, tb) = std::mem::take(&mut rest_b).split_at_mut(nb);
                 let (hc, tc) = std::mem::take(&mut rest_c).split_at_mut(nc);
+                let (hp, tp) = std::mem::take(&mut rest_p).split_at_mut(np);
                 rest_b = tb;
                 rest_c = tc;
-                tasks.push((hb, hc));
+                rest_p = tp;
+                tasks.push((hb, hc, hp));
             }
             if self.config.threads == 1 {
                 tasks
                     .iter_mut()
-                    .for_each(|(b, c)| solve_island(&params, b, c));
+                    .for_each(|(b, c, p)| solve_island(&params, b, c, p));
             } else {
                 self.pool.install(|| {
                     tasks
                         .par_iter_mut()
-                        .for_each(|(b, c)| solve_island(&params, b, c))
+                        .for_each(|(b, c, p)| solve_island(&params, b, c, p))
                 });
             }
         }
-        for c in &self.constraints {
-            c.store_impulses(&mut self.contacts[c.contact as usize].manifold);
+        for k in 0..batches {
+            let pts = &self.points[self.point_start[k] as usize..self.point_start[k + 1] as usize];
+            let cs = self.contact_start[k] as usize..self.contact_start[k + 1] as usize;
+            for c in &self.constraints[cs] {
+                c.store_impulses(pts, &mut self.contacts[c.contact as usize].manifold);
+            }
         }
         let (slots, sb) = (&self.slot, &self.solver_bodies);
         let write = |(s, &slot): (&mut BodyState, &u32)| {
