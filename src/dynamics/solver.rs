@@ -205,6 +205,7 @@ impl ContactConstraint {
     /// frame); its points are appended to `points`, whose first `base` entries belong to earlier
     /// islands. A static side anchors at the contact point itself (it never moves). Warm-start
     /// impulses come from the manifold points.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         a: ConstraintBody,
         b: ConstraintBody,
@@ -645,8 +646,10 @@ mod tests {
             SolverBody::new(Vec3::new(-1.0, 0.0, 0.2), Vec3::ZERO, Quat::IDENTITY, &m),
             SolverBody::STATIC,
         ];
-        let mut manifold = Manifold::default();
-        manifold.normal = Vec3::X;
+        let mut manifold = Manifold {
+            normal: Vec3::X,
+            ..Manifold::default()
+        };
         manifold.push(Vec3::new(0.5, 0.0, 0.0), 0.001, 0);
         let side = |index: u32, x: f32| ConstraintBody {
             index,
