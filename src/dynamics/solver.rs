@@ -74,6 +74,8 @@ pub struct SolverBody {
     pub delta_position: Vec3A,
     /// Rotation change since the start of the frame.
     pub delta_rotation: Quat,
+    /// `delta_rotation` as a matrix (rotating an anchor costs three multiply-adds).
+    pub delta_matrix: Mat3A,
     /// World inverse inertia at the start of the frame.
     pub inv_inertia: Mat3A,
     pub inv_mass: f32,
@@ -86,6 +88,7 @@ impl SolverBody {
         angular_velocity: Vec3A::ZERO,
         delta_position: Vec3A::ZERO,
         delta_rotation: Quat::IDENTITY,
+        delta_matrix: Mat3A::IDENTITY,
         inv_inertia: Mat3A::ZERO,
         inv_mass: 0.0,
     };
@@ -96,6 +99,7 @@ impl SolverBody {
             angular_velocity: angular_velocity.into(),
             delta_position: Vec3A::ZERO,
             delta_rotation: Quat::IDENTITY,
+            delta_matrix: Mat3A::IDENTITY,
             inv_inertia: Mat3A::from(mass.world_inv_inertia(rotation)),
             inv_mass: mass.inv_mass,
         }
@@ -478,7 +482,7 @@ fn solve(
         let mut b = Side::load(&bodies[ib]);
         let n = c.normal;
         let dp = bodies[ib].delta_position - bodies[ia].delta_position;
-        let (qa, qb) = (bodies[ia].delta_rotation, bodies[ib].delta_rotation);
+        let (qa, qb) = (bodies[ia].delta_matrix, bodies[ib].delta_matrix);
         let pts = &mut points[range(c)];
         for cp in pts.iter_mut() {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
@@ -615,6 +619,7 @@ pub fn solve_island(
                 b.delta_position += b.velocity * h;
                 b.delta_rotation =
                     integrate_rotation(b.delta_rotation, b.angular_velocity.into(), h);
+                b.delta_matrix = Mat3A::from_quat(b.delta_rotation);
             }
         }
         solve(bodies, constraints, points, inv_h, params, false);

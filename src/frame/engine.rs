@@ -272,6 +272,14 @@ impl FrameEngine {
 
     /// Advances the world by one frame.
     pub fn step(&mut self) {
+        if !self.awake.iter().any(|&a| a) {
+            // Everything sleeps (or is static): nothing moves and nothing can wake.
+            self.stats.islands_awake_last = 0;
+            self.stats.pairs_last = 0;
+            self.frame += 1;
+            self.stats.frames = self.frame;
+            return;
+        }
         self.update_bounds();
         self.find_pairs();
         self.merge_contacts();
