@@ -150,6 +150,21 @@ pub struct ConstraintPoint {
     pub max_normal_impulse: f32,
     /// Normal approach speed before the point first pushed (negative when approaching).
     pub relative_velocity: f32,
+    /// The angular parts of the point's three rows, fixed for the frame.
+    pub rows: Rows,
+}
+
+/// The angular parts of a point's constraint rows along `d` = normal, tangent 1, tangent 2,
+/// fixed for the frame like the anchors (Box2D v3): `j = r × d` projects an angular velocity on the
+/// row (`(ω × r) · d = ω · (r × d)`), and `k = I⁻¹ (r × d)` is the angular velocity change of a unit
+/// impulse along `d`. With them a row costs a few dot products and multiply-adds, no cross products
+/// or matrix products in the iterations.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rows {
+    pub ja: [Vec3A; 3],
+    pub jb: [Vec3A; 3],
+    pub ka: [Vec3A; 3],
+    pub kb: [Vec3A; 3],
 }
 
 /// A contact between bodies `body_a` and `body_b` (indices into the island's body slice). Its
@@ -305,35 +320,10 @@ impl Side {
         }
     }
 
-    /// Writes the velocities back (never into the shared static stand-in).
-    #[inline]
-    fn store(&self, b: &mut SolverBody) {
-        if self.inv_mass > 0.0 {
-            b.velocity = self.v;
-            b.angular_velocity = self.w;
-        }
-    }
-
     #[inline]
     fn point_velocity(&self, r: Vec3A) -> Vec3A {
         self.v + self.w.cross(r)
     }
-}
-
-#[inline]
-fn apply_impulse(a: &mut Side, b: &mut Side, ra: Vec3A, rb: Vec3A, p: Vec3A) {
-    a.v -= p * a.inv_mass;
-    a.w -= a.inv_inertia * ra.cross(p);
-    b.v += p * b.inv_mass;
-    b.w += b.inv_inertia * rb.cross(p);
-}
-
-#[inline]
-fn effective_mass(a: &Side, b: &Side, ra: Vec3A, rb: Vec3A, d: Vec3A) -> f32 {
-    let rda = ra.cross(d);
-    let rdb = rb.cross(d);
-    let k = a.inv_mass + b.inv_mass + rda.dot(a.inv_inertia * rda) + rdb.dot(b.inv_inertia * rdb);
-    if k > 0.0 { 1.0 / k } else { 0.0 }
 }
 
 #[inline]
@@ -363,25 +353,78 @@ fn prepare(
         } else {
             dynamic
         };
-        let n = c.normal;
-        let t = c.tangents;
+        let dirs = [c.normal, c.tangents[0], c.tangents[1]];
         for cp in &mut points[range(c)] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+            let mut rows = Rows::default();
+            let mut mass = [0.0f32; 3];
+            for (k, d) in dirs.iter().enumerate() {
+                rows.ja[k] = ra.cross(*d);
+                rows.jb[k] = rb.cross(*d);
+                rows.ka[k] = a.inv_inertia * rows.ja[k];
+                rows.kb[k] = b.inv_inertia * rows.jb[k];
+                let kk = a.inv_mass
+                    + b.inv_mass
+                    + rows.ja[k].dot(rows.ka[k])
+                    + rows.jb[k].dot(rows.kb[k]);
+                mass[k] = if kk > 0.0 { 1.0 / kk } else { 0.0 };
+            }
+            cp.rows = rows;
             cp.normal_mass = if c.round {
                 // Through the centres: no angular term.
                 let k = a.inv_mass + b.inv_mass;
                 if k > 0.0 { 1.0 / k } else { 0.0 }
             } else {
-                effective_mass(&a, &b, ra, rb, n)
+                mass[0]
             };
-            cp.tangent_mass = [
-                effective_mass(&a, &b, ra, rb, t[0]),
-                effective_mass(&a, &b, ra, rb, t[1]),
-            ];
+            cp.tangent_mass = [mass[1], mass[2]];
             cp.max_normal_impulse = 0.0;
-            cp.relative_velocity = n.dot(relative_velocity(&a, &b, ra, rb));
+            cp.relative_velocity = c.normal.dot(relative_velocity(&a, &b, ra, rb));
         }
     }
+}
+
+/// Linear and angular velocity of one side, loaded once per constraint and stored back once.
+#[derive(Clone, Copy)]
+struct Vel {
+    v: Vec3A,
+    w: Vec3A,
+    m: f32,
+}
+
+impl Vel {
+    #[inline]
+    fn load(b: &SolverBody) -> Vel {
+        Vel {
+            v: b.velocity,
+            w: b.angular_velocity,
+            m: b.inv_mass,
+        }
+    }
+
+    /// Writes the velocities back (never into the shared static stand-in).
+    #[inline]
+    fn store(&self, b: &mut SolverBody) {
+        if self.m > 0.0 {
+            b.velocity = self.v;
+            b.angular_velocity = self.w;
+        }
+    }
+}
+
+/// Relative velocity of B against A along row `k` (direction `d`).
+#[inline]
+fn row_velocity(a: &Vel, b: &Vel, rows: &Rows, k: usize, d: Vec3A) -> f32 {
+    d.dot(b.v - a.v) + rows.jb[k].dot(b.w) - rows.ja[k].dot(a.w)
+}
+
+/// Applies impulse `lambda` along row `k` (direction `d`): to B, and its opposite to A.
+#[inline]
+fn row_apply(a: &mut Vel, b: &mut Vel, rows: &Rows, k: usize, d: Vec3A, lambda: f32) {
+    a.v -= d * (lambda * a.m);
+    a.w -= rows.ka[k] * lambda;
+    b.v += d * (lambda * b.m);
+    b.w += rows.kb[k] * lambda;
 }
 
 fn warm_start(
@@ -391,13 +434,13 @@ fn warm_start(
 ) {
     for c in constraints {
         let (ia, ib) = (c.body_a as usize, c.body_b as usize);
-        let mut a = Side::load(&bodies[ia]);
-        let mut b = Side::load(&bodies[ib]);
+        let mut a = Vel::load(&bodies[ia]);
+        let mut b = Vel::load(&bodies[ib]);
         for cp in &points[range(c)] {
-            let p = c.normal * cp.normal_impulse
-                + c.tangents[0] * cp.tangent_impulse[0]
-                + c.tangents[1] * cp.tangent_impulse[1];
-            apply_impulse(&mut a, &mut b, cp.anchor_a, cp.anchor_b, p);
+            let r = &cp.rows;
+            row_apply(&mut a, &mut b, r, 0, c.normal, cp.normal_impulse);
+            row_apply(&mut a, &mut b, r, 1, c.tangents[0], cp.tangent_impulse[0]);
+            row_apply(&mut a, &mut b, r, 2, c.tangents[1], cp.tangent_impulse[1]);
         }
         a.store(&mut bodies[ia]);
         b.store(&mut bodies[ib]);
@@ -447,13 +490,14 @@ fn normal_increment(
     delta
 }
 
-/// The friction impulse update clamped to the Coulomb disc; returns the world increment.
+/// The friction impulse update from the tangential velocities `(v1, v2)`, clamped to the Coulomb
+/// disc; returns the increments along the two tangents.
 #[inline]
-fn friction_increment(cp: &mut ConstraintPoint, c: &ContactConstraint, vr: Vec3A) -> Vec3A {
+fn friction_increment(cp: &mut ConstraintPoint, friction: f32, v1: f32, v2: f32) -> (f32, f32) {
     let old = cp.tangent_impulse;
-    let mut l0 = old[0] - cp.tangent_mass[0] * vr.dot(c.tangents[0]);
-    let mut l1 = old[1] - cp.tangent_mass[1] * vr.dot(c.tangents[1]);
-    let max = c.friction * cp.normal_impulse;
+    let mut l0 = old[0] - cp.tangent_mass[0] * v1;
+    let mut l1 = old[1] - cp.tangent_mass[1] * v2;
+    let max = friction * cp.normal_impulse;
     let len2 = l0 * l0 + l1 * l1;
     if len2 > max * max {
         let scale = if len2 > 0.0 { max / len2.sqrt() } else { 0.0 };
@@ -461,7 +505,7 @@ fn friction_increment(cp: &mut ConstraintPoint, c: &ContactConstraint, vr: Vec3A
         l1 *= scale;
     }
     cp.tangent_impulse = [l0, l1];
-    c.tangents[0] * (l0 - old[0]) + c.tangents[1] * (l1 - old[1])
+    (l0 - old[0], l1 - old[1])
 }
 
 fn solve(
@@ -478,8 +522,8 @@ fn solve(
             continue;
         }
         let (ia, ib) = (c.body_a as usize, c.body_b as usize);
-        let mut a = Side::load(&bodies[ia]);
-        let mut b = Side::load(&bodies[ib]);
+        let mut a = Vel::load(&bodies[ia]);
+        let mut b = Vel::load(&bodies[ib]);
         let n = c.normal;
         let dp = bodies[ib].delta_position - bodies[ia].delta_position;
         let (qa, qb) = (bodies[ia].delta_matrix, bodies[ib].delta_matrix);
@@ -491,15 +535,18 @@ fn solve(
             let pb = if c.rotate_b { qb * rb } else { rb };
             let s = n.dot(dp + (pb - pa)) + cp.base_separation;
             let terms = soft_terms(s, inv_h, &c.softness, params.max_push_velocity, use_bias);
-            let vn = n.dot(relative_velocity(&a, &b, ra, rb));
+            let vn = row_velocity(&a, &b, &cp.rows, 0, n);
             let delta = normal_increment(cp, vn, terms, use_bias);
-            apply_impulse(&mut a, &mut b, ra, rb, n * delta);
+            row_apply(&mut a, &mut b, &cp.rows, 0, n, delta);
         }
         // Friction: both tangent directions together, clamped to the Coulomb disc.
+        let (t1, t2) = (c.tangents[0], c.tangents[1]);
         for cp in pts.iter_mut() {
-            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let p = friction_increment(cp, c, relative_velocity(&a, &b, ra, rb));
-            apply_impulse(&mut a, &mut b, ra, rb, p);
+            let v1 = row_velocity(&a, &b, &cp.rows, 1, t1);
+            let v2 = row_velocity(&a, &b, &cp.rows, 2, t2);
+            let (d1, d2) = friction_increment(cp, c.friction, v1, v2);
+            row_apply(&mut a, &mut b, &cp.rows, 1, t1, d1);
+            row_apply(&mut a, &mut b, &cp.rows, 2, t2, d2);
         }
         a.store(&mut bodies[ia]);
         b.store(&mut bodies[ib]);
@@ -533,7 +580,9 @@ fn solve_round(
         va -= p * ma;
         vb += p * mb;
         let vr = (vb + wb.cross(rb)) - (va + wa.cross(ra));
-        let p = friction_increment(cp, c, vr);
+        let (d1, d2) =
+            friction_increment(cp, c.friction, vr.dot(c.tangents[0]), vr.dot(c.tangents[1]));
+        let p = c.tangents[0] * d1 + c.tangents[1] * d2;
         va -= p * ma;
         wa -= ra.cross(p) * ja;
         vb += p * mb;
@@ -560,21 +609,20 @@ fn restitution(
             continue;
         }
         let (ia, ib) = (c.body_a as usize, c.body_b as usize);
-        let mut a = Side::load(&bodies[ia]);
-        let mut b = Side::load(&bodies[ib]);
+        let mut a = Vel::load(&bodies[ia]);
+        let mut b = Vel::load(&bodies[ib]);
         let n = c.normal;
         for cp in &mut points[range(c)] {
             if cp.relative_velocity > -threshold || cp.max_normal_impulse == 0.0 {
                 continue;
             }
-            let (ra, rb) = (cp.anchor_a, cp.anchor_b);
-            let vn = n.dot(relative_velocity(&a, &b, ra, rb));
+            let vn = row_velocity(&a, &b, &cp.rows, 0, n);
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
             let new = (cp.normal_impulse + impulse).max(0.0);
             let delta = new - cp.normal_impulse;
             cp.normal_impulse = new;
             cp.max_normal_impulse = cp.max_normal_impulse.max(new);
-            apply_impulse(&mut a, &mut b, ra, rb, n * delta);
+            row_apply(&mut a, &mut b, &cp.rows, 0, n, delta);
         }
         a.store(&mut bodies[ia]);
         b.store(&mut bodies[ib]);
