@@ -97,7 +97,7 @@ const NONE: u32 = u32::MAX;
 /// The frame-centric baseline engine.
 pub struct FrameEngine {
     config: FrameConfig,
-    pool: rayon::ThreadPool,
+    pool: std::sync::Arc<rayon::ThreadPool>,
     params: SolverParams,
     dt: f64,
     shapes: Vec<Shape>,
@@ -180,7 +180,7 @@ impl FrameEngine {
                 substeps: config.substeps.max(1),
                 sleep: config.sleep,
             },
-            pool,
+            pool: std::sync::Arc::new(pool),
             params: SolverParams::new(dt as f32, config.substeps.max(1), w.gravity),
             dt,
             shapes: bodies.iter().map(|b| b.shape).collect(),
@@ -283,6 +283,17 @@ impl FrameEngine {
             self.stats.frames = self.frame;
             return;
         }
+        if self.config.threads == 1 {
+            self.pipeline();
+        } else {
+            // One hand-off to the pool per frame: the stages' parallel loops then run on it
+            // directly (an `install` from inside the pool runs in place).
+            let pool = std::sync::Arc::clone(&self.pool);
+            pool.install(|| self.pipeline());
+        }
+    }
+
+    fn pipeline(&mut self) {
         self.update_bounds();
         self.find_pairs();
         self.merge_contacts();
