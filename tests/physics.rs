@@ -279,6 +279,7 @@ fn pyramid_of_55_boxes_stands_and_sleeps() {
         assert!(e.is_sleeping(i), "box {i} is awake");
     }
     assert_eq!(e.stats().islands_sleeping_last, 1);
+    e.validate().unwrap();
 }
 
 /// Spheres on a jittered lattice falling on boxes resting on the ground.
@@ -354,7 +355,7 @@ fn identical_states_for_any_thread_count() {
         (bits(e.states()), e.stats())
     };
     let (reference, stats) = run(1);
-    for threads in [2, 3, 8] {
+    for threads in [2, 3, 8, 32] {
         let (b, s) = run(threads);
         assert!(b == reference, "{threads} threads differ from 1 thread");
         assert_eq!(s, stats);
@@ -365,6 +366,7 @@ fn identical_states_for_any_thread_count() {
         e.step();
     }
     assert!(e.states()[17..].iter().all(|s| s.position.y > 0.3));
+    e.validate().unwrap();
 }
 
 #[test]

@@ -145,20 +145,63 @@ pub struct FrameEngine {
 }
 
 impl FrameEngine {
-    /// An engine at the scene's initial state. Panics only if the OS refuses to start threads;
-    /// see [`FrameEngine::try_new`].
+    /// An engine at the scene's initial state. Panics where [`FrameEngine::try_new`] gives an
+    /// error (a scene the loader would have refused, or no threads); loaded scenes never do.
     pub fn new(scene: &Scene, config: FrameConfig) -> Self {
         Self::try_new(scene, config).expect("cannot start the frame engine's thread pool")
     }
 
-    /// An engine at the scene's initial state, or the reason its thread pool could not start.
+    /// An engine at the scene's initial state, or the reason it cannot start: a body the engine
+    /// cannot simulate (non-finite numbers, a dynamic body without a positive mass, a
+    /// non-positive size), a frame length that is not positive, or a thread pool that would not
+    /// start. The scene loader validates the same and more; this guards scenes built in code.
     pub fn try_new(scene: &Scene, config: FrameConfig) -> Result<Self, String> {
+        let w = &scene.world;
+        if w.ticks_per_second == 0 || w.frame_ticks == 0 {
+            return Err("world: ticks_per_second and frame_ticks must be positive".into());
+        }
+        if !w.gravity.is_finite() {
+            return Err(format!("world: gravity {:?} is not finite", w.gravity));
+        }
+        for (i, b) in scene.bodies.iter().enumerate() {
+            let finite = b.position.is_finite()
+                && b.rotation.is_finite()
+                && b.velocity.is_finite()
+                && b.angular_velocity.is_finite();
+            if !finite {
+                return Err(format!(
+                    "body {i}: position, rotation or velocity is not finite"
+                ));
+            }
+            let size_ok = match b.shape {
+                Shape::Sphere { radius } => radius > 0.0 && radius.is_finite(),
+                Shape::Cuboid { half_extents } => {
+                    half_extents.min_element() > 0.0 && half_extents.is_finite()
+                }
+                Shape::Cylinder {
+                    radius,
+                    half_height,
+                } => radius > 0.0 && half_height > 0.0 && (radius + half_height).is_finite(),
+                Shape::Plane { normal, offset } => {
+                    (normal.length() - 1.0).abs() < 1e-3 && offset.is_finite()
+                }
+            };
+            if !size_ok {
+                return Err(format!("body {i}: bad shape {:?}", b.shape));
+            }
+            let is_plane = matches!(b.shape, Shape::Plane { .. });
+            if !b.is_static && !is_plane && !(b.mass > 0.0 && b.mass.is_finite()) {
+                return Err(format!(
+                    "body {i}: a dynamic body needs a positive mass, not {}",
+                    b.mass
+                ));
+            }
+        }
         let threads = config.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .map_err(|e| format!("cannot start {threads} worker threads: {e}"))?;
-        let w = &scene.world;
         let dt = w.frame_ticks as f64 / w.ticks_per_second as f64;
         let n = scene.bodies.len();
         let bodies = &scene.bodies;
@@ -271,6 +314,49 @@ impl FrameEngine {
 
     pub fn stats(&self) -> EngineStats {
         self.stats
+    }
+
+    /// Checks the engine's invariants: contacts sorted by distinct keys `a < b` with valid
+    /// manifolds and `touching` matching the point count; static bodies never awake; sleeping
+    /// bodies at rest; every state finite.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.contacts.windows(2).all(|w| w[0].key < w[1].key) {
+            return Err("contacts are not sorted by distinct keys".into());
+        }
+        for c in &self.contacts {
+            if c.a() >= c.b() || c.b() >= self.states.len() {
+                return Err(format!("contact {:x} has bad bodies", c.key));
+            }
+            c.manifold
+                .validate()
+                .map_err(|e| format!("contact {}-{}: {e}", c.a(), c.b()))?;
+            if c.touching != (c.manifold.count > 0) {
+                return Err(format!(
+                    "contact {}-{}: touching flag is stale",
+                    c.a(),
+                    c.b()
+                ));
+            }
+        }
+        for (i, s) in self.states.iter().enumerate() {
+            if self.is_static[i] && self.awake[i] {
+                return Err(format!("static body {i} is awake"));
+            }
+            if !self.is_static[i]
+                && !self.awake[i]
+                && (s.velocity != Vec3::ZERO || s.angular_velocity != Vec3::ZERO)
+            {
+                return Err(format!("sleeping body {i} moves"));
+            }
+            let finite = s.position.is_finite()
+                && s.rotation.is_finite()
+                && s.velocity.is_finite()
+                && s.angular_velocity.is_finite();
+            if !finite {
+                return Err(format!("body {i} has a non-finite state"));
+            }
+        }
+        Ok(())
     }
 
     /// Advances the world by one frame.
@@ -935,15 +1021,32 @@ mod tests {
     #[test]
     fn contacts_stay_sorted_and_manifolds_valid() {
         let mut e = FrameEngine::new(&scene(), FrameConfig::default());
-        for _ in 0..60 {
+        for _ in 0..120 {
             e.step();
-            assert!(e.contacts.windows(2).all(|w| w[0].key < w[1].key));
-            for c in &e.contacts {
-                assert!(c.a() < c.b());
-                c.manifold.validate().unwrap();
-                assert_eq!(c.touching, c.manifold.count > 0);
-            }
+            e.validate().unwrap();
         }
         assert!(e.stats().contacts_max > 20);
+    }
+
+    #[test]
+    fn bad_scenes_are_refused_with_a_reason() {
+        let mut s = scene();
+        s.bodies[3].position.x = f32::NAN;
+        let err = FrameEngine::try_new(&s, FrameConfig::default())
+            .err()
+            .unwrap();
+        assert!(err.contains("body 3"), "{err}");
+        let mut s = scene();
+        s.bodies[2].mass = 0.0;
+        let err = FrameEngine::try_new(&s, FrameConfig::default())
+            .err()
+            .unwrap();
+        assert!(err.contains("body 2") && err.contains("mass"), "{err}");
+        let mut s = scene();
+        s.bodies[1].shape = Shape::Sphere { radius: -1.0 };
+        assert!(FrameEngine::try_new(&s, FrameConfig::default()).is_err());
+        let mut s = scene();
+        s.world.frame_ticks = 0;
+        assert!(FrameEngine::try_new(&s, FrameConfig::default()).is_err());
     }
 }
