@@ -190,7 +190,8 @@ impl FrameEngine {
                 return Err(format!("body {i}: bad shape {:?}", b.shape));
             }
             let is_plane = matches!(b.shape, Shape::Plane { .. });
-            if !b.is_static && !is_plane && !(b.mass > 0.0 && b.mass.is_finite()) {
+            let mass_ok = b.mass > 0.0 && b.mass.is_finite();
+            if !(b.is_static || is_plane || mass_ok) {
                 return Err(format!(
                     "body {i}: a dynamic body needs a positive mass, not {}",
                     b.mass
