@@ -104,6 +104,16 @@ impl SolverBody {
             inv_mass: mass.inv_mass,
         }
     }
+
+    /// Writes the end-of-frame state into `state` (the state the body had when it was made by
+    /// [`SolverBody::new`]): position and rotation advanced by the deltas, the new velocities.
+    #[inline]
+    pub fn apply_to(&self, state: &mut super::BodyState) {
+        state.position += Vec3::from(self.delta_position);
+        state.rotation = (self.delta_rotation * state.rotation).normalize();
+        state.velocity = self.velocity.into();
+        state.angular_velocity = self.angular_velocity.into();
+    }
 }
 
 /// Soft-constraint coefficients (Box2D v3 `b2Softness`).

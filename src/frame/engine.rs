@@ -850,11 +850,7 @@ impl FrameEngine {
             if slot == NONE {
                 return;
             }
-            let b = &sb[slot as usize];
-            s.position += Vec3::from(b.delta_position);
-            s.rotation = (b.delta_rotation * s.rotation).normalize();
-            s.velocity = b.velocity.into();
-            s.angular_velocity = b.angular_velocity.into();
+            sb[slot as usize].apply_to(s);
         };
         if self.config.threads == 1 {
             self.states.iter_mut().zip(slots.iter()).for_each(write);
