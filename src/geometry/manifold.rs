@@ -287,3 +287,123 @@ mod tests {
         assert_eq!(new.points[1].normal_impulse, 3.0);
     }
 }
+
+#[cfg(test)]
+mod reference_tests {
+    //! The hand-written pairs against parry3d's GJK/EPA `contact` on random poses: same normal,
+    //! same deepest penetration.
+    use super::*;
+
+    fn lcg(s: &mut u64) -> f32 {
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*s >> 40) as f32) / (1u64 << 24) as f32
+    }
+
+    fn random_rotation(s: &mut u64) -> Quat {
+        let q = Quat::from_xyzw(lcg(s) - 0.5, lcg(s) - 0.5, lcg(s) - 0.5, lcg(s) - 0.5);
+        if q.length() < 1e-3 {
+            Quat::IDENTITY
+        } else {
+            q.normalize()
+        }
+    }
+
+    fn check_against_parry(a: Shape, b: Shape, seed: u64, cases: usize) -> usize {
+        let mut s = seed;
+        let mut checked = 0;
+        for _ in 0..cases {
+            let pa = Pose::new(Vec3::ZERO, random_rotation(&mut s));
+            let dir = Vec3::new(lcg(&mut s) - 0.5, lcg(&mut s) - 0.5, lcg(&mut s) - 0.5);
+            let dist = 0.6 + 1.2 * lcg(&mut s);
+            let pb = Pose::new(dir.normalize_or(Vec3::X) * dist, random_rotation(&mut s));
+            let mine = collide(&a, &pa, &b, &pb, 0.0);
+            let mut reference = Manifold::default();
+            parry_contact(&a, &pa, &b, &pb, 0.0, &mut reference);
+            if reference.count == 0 || reference.points[0].depth < 1e-3 {
+                continue;
+            }
+            mine.validate().unwrap();
+            assert!(
+                mine.count > 0,
+                "parry finds depth {} and we find none",
+                reference.points[0].depth
+            );
+            let deepest = mine
+                .points()
+                .iter()
+                .map(|p| p.depth)
+                .fold(f32::MIN, f32::max);
+            let expect = reference.points[0].depth;
+            // Two boxes may report a face axis up to the preference tolerance (1 cm) shallower
+            // than the true minimum (an edge axis); round shapes must match.
+            let slack = if matches!(a, Shape::Cuboid { .. }) {
+                0.0115
+            } else {
+                0.0
+            };
+            assert!(
+                deepest > expect - 2e-3 - 0.02 * expect
+                    && deepest < expect + slack + 2e-3 + 0.02 * expect,
+                "{a:?} vs {b:?}: depth {deepest} vs parry {expect}"
+            );
+            // The normal: parry's for round shapes; for two boxes any axis whose overlap is within
+            // the face/edge preference tolerance (1 cm) of the minimum is a right answer.
+            if let (Shape::Cuboid { half_extents: ea }, Shape::Cuboid { half_extents: eb }) = (a, b)
+            {
+                let radius = |e: Vec3, q: Quat, l: Vec3| {
+                    (0..3)
+                        .map(|i| e[i] * (q * Vec3::AXES[i]).dot(l).abs())
+                        .sum::<f32>()
+                };
+                let l = mine.normal;
+                let overlap = radius(ea, pa.rotation, l) + radius(eb, pb.rotation, l)
+                    - (pb.position - pa.position).dot(l).abs();
+                assert!(
+                    overlap > expect - 1e-3 && overlap < expect + 0.0115,
+                    "overlap {overlap} along our normal, parry's minimum {expect}"
+                );
+                assert!(
+                    (pb.position - pa.position).dot(l) > 0.0,
+                    "normal points from B to A"
+                );
+            } else {
+                assert!(
+                    mine.normal.dot(reference.normal) > 0.99,
+                    "{a:?} vs {b:?}: normal {:?} vs parry {:?}",
+                    mine.normal,
+                    reference.normal
+                );
+            }
+            checked += 1;
+        }
+        checked
+    }
+
+    #[test]
+    fn boxes_agree_with_parry() {
+        let a = Shape::Cuboid {
+            half_extents: Vec3::new(0.5, 0.3, 0.4),
+        };
+        let b = Shape::Cuboid {
+            half_extents: Vec3::new(0.4, 0.5, 0.2),
+        };
+        assert!(check_against_parry(a, b, 1, 400) > 50);
+    }
+
+    #[test]
+    fn sphere_pairs_agree_with_parry() {
+        let ball = Shape::Sphere { radius: 0.5 };
+        let cuboid = Shape::Cuboid {
+            half_extents: Vec3::new(0.5, 0.3, 0.4),
+        };
+        let cyl = Shape::Cylinder {
+            radius: 0.4,
+            half_height: 0.6,
+        };
+        assert!(check_against_parry(ball, ball, 2, 200) > 30);
+        assert!(check_against_parry(ball, cuboid, 3, 300) > 50);
+        assert!(check_against_parry(ball, cyl, 4, 300) > 50);
+    }
+}
