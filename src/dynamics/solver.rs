@@ -363,6 +363,24 @@ fn prepare(
         } else {
             dynamic
         };
+        if c.round {
+            // Spheres and statics: scalar inertia, normal through the centres, no rows needed.
+            let (ja, jb) = (c.inv_inertia_a, c.inv_inertia_b);
+            let lin = a.inv_mass + b.inv_mass;
+            for cp in &mut points[range(c)] {
+                let (ra, rb) = (cp.anchor_a, cp.anchor_b);
+                let tangent = |t: Vec3A| {
+                    let k =
+                        lin + ja * ra.cross(t).length_squared() + jb * rb.cross(t).length_squared();
+                    if k > 0.0 { 1.0 / k } else { 0.0 }
+                };
+                cp.normal_mass = if lin > 0.0 { 1.0 / lin } else { 0.0 };
+                cp.tangent_mass = [tangent(c.tangents[0]), tangent(c.tangents[1])];
+                cp.max_normal_impulse = 0.0;
+                cp.relative_velocity = c.normal.dot(b.v - a.v);
+            }
+            continue;
+        }
         let dirs = [c.normal, c.tangents[0], c.tangents[1]];
         for cp in &mut points[range(c)] {
             let (ra, rb) = (cp.anchor_a, cp.anchor_b);
@@ -380,13 +398,7 @@ fn prepare(
                 mass[k] = if kk > 0.0 { 1.0 / kk } else { 0.0 };
             }
             cp.rows = rows;
-            cp.normal_mass = if c.round {
-                // Through the centres: no angular term.
-                let k = a.inv_mass + b.inv_mass;
-                if k > 0.0 { 1.0 / k } else { 0.0 }
-            } else {
-                mass[0]
-            };
+            cp.normal_mass = mass[0];
             cp.tangent_mass = [mass[1], mass[2]];
             cp.max_normal_impulse = 0.0;
             cp.relative_velocity = c.normal.dot(relative_velocity(&a, &b, ra, rb));
@@ -447,6 +459,16 @@ fn warm_start(
         let mut a = Vel::load(&bodies[ia]);
         let mut b = Vel::load(&bodies[ib]);
         for cp in &points[range(c)] {
+            if c.round {
+                let p = c.normal * cp.normal_impulse
+                    + c.tangents[0] * cp.tangent_impulse[0]
+                    + c.tangents[1] * cp.tangent_impulse[1];
+                a.v -= p * a.m;
+                a.w -= cp.anchor_a.cross(p) * c.inv_inertia_a;
+                b.v += p * b.m;
+                b.w += cp.anchor_b.cross(p) * c.inv_inertia_b;
+                continue;
+            }
             let r = &cp.rows;
             row_apply(&mut a, &mut b, r, 0, c.normal, cp.normal_impulse);
             row_apply(&mut a, &mut b, r, 1, c.tangents[0], cp.tangent_impulse[0]);
@@ -626,13 +648,23 @@ fn restitution(
             if cp.relative_velocity > -threshold || cp.max_normal_impulse == 0.0 {
                 continue;
             }
-            let vn = row_velocity(&a, &b, &cp.rows, 0, n);
+            // Round pairs: the normal passes through the centres, no angular part.
+            let vn = if c.round {
+                n.dot(b.v - a.v)
+            } else {
+                row_velocity(&a, &b, &cp.rows, 0, n)
+            };
             let impulse = -cp.normal_mass * (vn + c.restitution * cp.relative_velocity);
             let new = (cp.normal_impulse + impulse).max(0.0);
             let delta = new - cp.normal_impulse;
             cp.normal_impulse = new;
             cp.max_normal_impulse = cp.max_normal_impulse.max(new);
-            row_apply(&mut a, &mut b, &cp.rows, 0, n, delta);
+            if c.round {
+                a.v -= n * (delta * a.m);
+                b.v += n * (delta * b.m);
+            } else {
+                row_apply(&mut a, &mut b, &cp.rows, 0, n, delta);
+            }
         }
         a.store(&mut bodies[ia]);
         b.store(&mut bodies[ib]);
