@@ -33,6 +33,8 @@ pub struct BroadPhase {
     present: Vec<bool>,
     added: Vec<Entry>,
     merged: Vec<Entry>,
+    slabbed: Vec<(u32, Entry)>,
+    slab_entries: Vec<Entry>,
 }
 
 #[inline]
@@ -44,6 +46,55 @@ fn overlaps_yz(a: &Aabb, b: &Aabb) -> bool {
 fn key(a: u32, b: u32) -> u64 {
     let (lo, hi) = if a < b { (a, b) } else { (b, a) };
     ((lo as u64) << 32) | hi as u64
+}
+
+/// Pairs between two x-sorted lists (each pair once): the merged sweep.
+fn cross_sweep(mv: &[Entry], rs: &[Entry], out: &mut Vec<u64>) {
+    let (mut i, mut j) = (0, 0);
+    while i < mv.len() && j < rs.len() {
+        if mv[i].aabb.min.x <= rs[j].aabb.min.x {
+            let a = &mv[i];
+            for b in &rs[j..] {
+                if b.aabb.min.x > a.aabb.max.x {
+                    break;
+                }
+                if overlaps_yz(&a.aabb, &b.aabb) {
+                    out.push(key(a.id, b.id));
+                }
+            }
+            i += 1;
+        } else {
+            let b = &rs[j];
+            for a in &mv[i..] {
+                if a.aabb.min.x > b.aabb.max.x {
+                    break;
+                }
+                if overlaps_yz(&a.aabb, &b.aabb) {
+                    out.push(key(a.id, b.id));
+                }
+            }
+            j += 1;
+        }
+    }
+}
+
+/// Pairs within one x-sorted list.
+fn self_sweep(mv: &[Entry], out: &mut Vec<u64>) {
+    for (i, a) in mv.iter().enumerate() {
+        for b in &mv[i + 1..] {
+            if b.aabb.min.x > a.aabb.max.x {
+                break;
+            }
+            if overlaps_yz(&a.aabb, &b.aabb) {
+                out.push(key(a.id, b.id));
+            }
+        }
+    }
+}
+
+#[inline]
+fn before_order(a: &Entry, b: &Entry) -> std::cmp::Ordering {
+    a.aabb.min.x.total_cmp(&b.aabb.min.x).then(a.id.cmp(&b.id))
 }
 
 #[inline]
@@ -126,43 +177,57 @@ impl BroadPhase {
             }
             std::mem::swap(&mut self.moving, &mut self.merged);
         }
+        self.moving_pairs(out);
+        cross_sweep(&self.moving, &self.resting, out);
+    }
+
+    /// Moving-moving pairs. A single sweep along x meets every body whose x interval overlaps,
+    /// whatever its z, which is quadratic for a pile seen from above; so the moving bodies are
+    /// also cut into slabs along z as wide as the widest box, sorted by (slab, x), and swept
+    /// within a slab and against the next slab only (a box cannot reach two slabs further).
+    fn moving_pairs(&mut self, out: &mut Vec<u64>) {
         let mv = &self.moving;
-        for (i, a) in mv.iter().enumerate() {
-            for b in &mv[i + 1..] {
-                if b.aabb.min.x > a.aabb.max.x {
-                    break;
-                }
-                if overlaps_yz(&a.aabb, &b.aabb) {
-                    out.push(key(a.id, b.id));
-                }
-            }
+        if mv.len() < 64 {
+            self_sweep(mv, out);
+            return;
         }
-        let rs = &self.resting;
-        let (mut i, mut j) = (0, 0);
-        while i < mv.len() && j < rs.len() {
-            if mv[i].aabb.min.x <= rs[j].aabb.min.x {
-                let a = &mv[i];
-                for b in &rs[j..] {
-                    if b.aabb.min.x > a.aabb.max.x {
-                        break;
-                    }
-                    if overlaps_yz(&a.aabb, &b.aabb) {
-                        out.push(key(a.id, b.id));
-                    }
-                }
-                i += 1;
-            } else {
-                let b = &rs[j];
-                for a in &mv[i..] {
-                    if a.aabb.min.x > b.aabb.max.x {
-                        break;
-                    }
-                    if overlaps_yz(&a.aabb, &b.aabb) {
-                        out.push(key(a.id, b.id));
-                    }
-                }
-                j += 1;
+        let mut width = 0.0f32;
+        let mut z0 = f32::MAX;
+        for e in mv {
+            width = width.max(e.aabb.max.z - e.aabb.min.z);
+            z0 = z0.min(e.aabb.min.z);
+        }
+        if !(width > 0.0 && width.is_finite() && z0.is_finite()) {
+            self_sweep(mv, out);
+            return;
+        }
+        self.slabbed.clear();
+        self.slabbed.extend(mv.iter().map(|e| {
+            let slab = ((e.aabb.min.z - z0) / width).min(u32::MAX as f32) as u32;
+            (slab, *e)
+        }));
+        self.slabbed
+            .sort_unstable_by(|(sa, a), (sb, b)| sa.cmp(sb).then_with(|| before_order(a, b)));
+        self.slab_entries.clear();
+        self.slab_entries
+            .extend(self.slabbed.iter().map(|&(_, e)| e));
+        let mut start = 0;
+        while start < self.slabbed.len() {
+            let slab = self.slabbed[start].0;
+            let mut end = start;
+            while end < self.slabbed.len() && self.slabbed[end].0 == slab {
+                end += 1;
             }
+            let here = &self.slab_entries[start..end];
+            self_sweep(here, out);
+            let mut next_end = end;
+            while next_end < self.slabbed.len() && self.slabbed[next_end].0 == slab + 1 {
+                next_end += 1;
+            }
+            if next_end > end {
+                cross_sweep(here, &self.slab_entries[end..next_end], out);
+            }
+            start = end;
         }
     }
 }

@@ -7,8 +7,9 @@
 //!
 //! 1. **Bounds.** Awake bodies get an AABB inflated by the speculative distance and swept along
 //!    their velocity over the frame (a contact that closes within the frame is found now).
-//! 2. **Broad phase** (`broad`): sort and sweep over the moving bodies and against the resting
-//!    ones (static and sleeping); planes are tested directly against each moving body.
+//! 2. **Broad phase** (`broad`): sort and sweep over the moving bodies (in slabs along z, so a
+//!    pile costs what its neighbourhoods cost) and against the resting ones (static and
+//!    sleeping); planes are tested directly against each moving body.
 //! 3. **Contact pairs.** The new pair list (sorted by body ids) is merged with the previous
 //!    step's contacts, which carry their impulses for warm starting; a contact between two
 //!    resting bodies is kept frozen as it was.
