@@ -180,7 +180,7 @@ pub struct Rows {
 /// A contact between bodies `body_a` and `body_b` (indices into the island's body slice). Its
 /// points are `points[first .. first + count]` of the island's point slice, so a one-point sphere
 /// contact costs one point of memory, not four.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ContactConstraint {
     pub normal: Vec3A,
     pub tangents: [Vec3A; 2],
@@ -231,9 +231,9 @@ pub fn tangent_basis(n: Vec3) -> [Vec3; 2] {
 
 impl ContactConstraint {
     /// A constraint from `manifold` between bodies `a` and `b` (positions at the start of the
-    /// frame); its points are appended to `points`, whose first `base` entries belong to earlier
-    /// islands. A static side anchors at the contact point itself (it never moves). Warm-start
-    /// impulses come from the manifold points.
+    /// frame); its points are written to `points[first ..]` (the island's point slice). A static
+    /// side anchors at the contact point itself (it never moves). Warm-start impulses come from
+    /// the manifold points.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         a: ConstraintBody,
@@ -242,13 +242,12 @@ impl ContactConstraint {
         friction: f32,
         restitution: f32,
         contact: u32,
-        points: &mut Vec<ConstraintPoint>,
-        base: usize,
+        points: &mut [ConstraintPoint],
+        first: u32,
     ) -> ContactConstraint {
         let n = manifold.normal;
         let tangents = tangent_basis(n);
-        let first = (points.len() - base) as u32;
-        for mp in manifold.points() {
+        for (cp, mp) in points[first as usize..].iter_mut().zip(manifold.points()) {
             let anchor = |side: &ConstraintBody| {
                 if side.is_static {
                     Vec3::ZERO
@@ -257,7 +256,7 @@ impl ContactConstraint {
                 }
             };
             let (ra, rb) = (anchor(&a), anchor(&b));
-            points.push(ConstraintPoint {
+            *cp = ConstraintPoint {
                 anchor_a: ra.into(),
                 anchor_b: rb.into(),
                 base_separation: -mp.depth - n.dot(rb - ra),
@@ -267,7 +266,7 @@ impl ContactConstraint {
                     mp.tangent_impulse.dot(tangents[1]),
                 ],
                 ..ConstraintPoint::default()
-            });
+            };
         }
         let round_a = a.is_static || a.is_round;
         let round_b = b.is_static || b.is_round;
@@ -753,7 +752,7 @@ mod tests {
             is_round: true,
             inv_inertia: m.inv_inertia_local.x,
         };
-        let mut points = Vec::new();
+        let mut points = vec![ConstraintPoint::default(); 1];
         let mut c = ContactConstraint::new(
             side(0, 0.0),
             side(1, 1.0),

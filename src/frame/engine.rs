@@ -750,54 +750,28 @@ impl FrameEngine {
         self.cursor.clear();
         self.cursor
             .extend_from_slice(&self.contact_start[..batches]);
+        self.point_start.clear();
+        self.point_start.resize(batches + 1, 0);
         for &ci in &self.island_contacts {
             let c = &self.contacts[ci as usize];
             let owner = if !self.is_static[c.a()] { c.a() } else { c.b() };
             let bt = self.island_batch[self.island_of[owner] as usize] as usize;
             self.order[self.cursor[bt] as usize] = ci;
             self.cursor[bt] += 1;
+            self.point_start[bt + 1] += c.manifold.count;
         }
-        self.constraints.clear();
-        self.points.clear();
-        self.point_start.clear();
-        self.point_start.push(0);
-        let mut base = 0;
         for bt in 0..batches {
-            let range = self.contact_start[bt] as usize..self.contact_start[bt + 1] as usize;
-            for &ci in &self.order[range] {
-                let c = &self.contacts[ci as usize];
-                let (a, b) = (c.a(), c.b());
-                let owner = if !self.is_static[a] { a } else { b };
-                let stand_in = self.batch_size[bt];
-                let side = |i: usize| ConstraintBody {
-                    index: if self.is_static[i] {
-                        stand_in
-                    } else {
-                        self.local[i]
-                    },
-                    position: self.states[i].position,
-                    is_static: self.is_static[i],
-                    is_round: matches!(self.shapes[i], Shape::Sphere { .. }),
-                    inv_inertia: self.masses[i].inv_inertia_local.x,
-                };
-                debug_assert_eq!(
-                    self.island_batch[self.island_of[owner] as usize] as usize,
-                    bt
-                );
-                self.constraints.push(ContactConstraint::new(
-                    side(a),
-                    side(b),
-                    &c.manifold,
-                    c.friction,
-                    c.restitution,
-                    ci,
-                    &mut self.points,
-                    base,
-                ));
-            }
-            base = self.points.len();
-            self.point_start.push(base as u32);
+            self.point_start[bt + 1] += self.point_start[bt];
         }
+        // The constraints themselves are built by each batch's task (stage 6), in parallel.
+        self.constraints.clear();
+        self.constraints
+            .resize(self.order.len(), ContactConstraint::default());
+        self.points.clear();
+        self.points.resize(
+            self.point_start[batches] as usize,
+            ConstraintPoint::default(),
+        );
     }
 
     /// Stage 6: solve awake islands in parallel and write the new states back.
@@ -809,6 +783,8 @@ impl FrameEngine {
                 &'a mut [SolverBody],
                 &'a mut [ContactConstraint],
                 &'a mut [ConstraintPoint],
+                &'a [u32],
+                u32,
             );
             let mut tasks: Vec<Task> = Vec::with_capacity(batches);
             let mut rest_b: &mut [SolverBody] = &mut self.solver_bodies;
@@ -824,18 +800,48 @@ impl FrameEngine {
                 rest_b = tb;
                 rest_c = tc;
                 rest_p = tp;
-                tasks.push((hb, hc, hp));
+                let order =
+                    &self.order[self.contact_start[k] as usize..self.contact_start[k + 1] as usize];
+                tasks.push((hb, hc, hp, order, self.batch_size[k]));
             }
+            let (contacts, states, is_static, shapes, masses, local) = (
+                &self.contacts,
+                &self.states,
+                &self.is_static,
+                &self.shapes,
+                &self.masses,
+                &self.local,
+            );
+            let run = |(bodies, constraints, points, order, stand_in): &mut Task| {
+                // Build this batch's constraints from its contacts, then solve.
+                let mut first = 0u32;
+                for (slot, &ci) in constraints.iter_mut().zip(order.iter()) {
+                    let c = &contacts[ci as usize];
+                    let side = |i: usize| ConstraintBody {
+                        index: if is_static[i] { *stand_in } else { local[i] },
+                        position: states[i].position,
+                        is_static: is_static[i],
+                        is_round: matches!(shapes[i], Shape::Sphere { .. }),
+                        inv_inertia: masses[i].inv_inertia_local.x,
+                    };
+                    *slot = ContactConstraint::new(
+                        side(c.a()),
+                        side(c.b()),
+                        &c.manifold,
+                        c.friction,
+                        c.restitution,
+                        ci,
+                        points,
+                        first,
+                    );
+                    first += c.manifold.count;
+                }
+                solve_island(&params, bodies, constraints, points);
+            };
             if self.config.threads == 1 {
-                tasks
-                    .iter_mut()
-                    .for_each(|(b, c, p)| solve_island(&params, b, c, p));
+                tasks.iter_mut().for_each(run);
             } else {
-                self.pool.install(|| {
-                    tasks
-                        .par_iter_mut()
-                        .for_each(|(b, c, p)| solve_island(&params, b, c, p))
-                });
+                tasks.par_iter_mut().for_each(run);
             }
         }
         for k in 0..batches {
