@@ -2,13 +2,14 @@
 //! `frame/mod.rs` for the pipeline and the determinism argument).
 
 use super::broad::BroadPhase;
+use super::contacts::Contact;
 use super::union_find::UnionFind;
 use crate::dynamics::{
     BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, MassProps, SolverBody,
     SolverParams, solve_island,
 };
-use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
-use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
+use crate::geometry::{Aabb, shape_aabb, shape_extent};
+use crate::scene::{Scene, Shape};
 use glam::Vec3;
 use rayon::prelude::*;
 
@@ -19,7 +20,7 @@ pub const SLEEP_VELOCITY: f32 = 0.05;
 /// An island sleeps when all its bodies have been slow for this long (s).
 pub const TIME_TO_SLEEP: f32 = 0.5;
 /// Small islands are packed into solver tasks of up to this many bodies.
-const BATCH_BODIES: u32 = 64;
+pub(super) const BATCH_BODIES: u32 = 64;
 
 /// Settings of the frame engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,80 +69,56 @@ pub struct EngineStats {
     pub wakes: u64,
 }
 
-/// A contact pair, kept sorted by `key = a << 32 | b` (`a < b`).
-#[derive(Clone, Copy, Debug)]
-struct Contact {
-    key: u64,
-    manifold: Manifold,
-    friction: f32,
-    restitution: f32,
-    /// The manifold has points (an island edge).
-    touching: bool,
-    /// Recomputed this step (false: frozen between two resting bodies).
-    active: bool,
-}
-
-impl Contact {
-    #[inline]
-    fn a(&self) -> usize {
-        (self.key >> 32) as usize
-    }
-    #[inline]
-    fn b(&self) -> usize {
-        (self.key & 0xffff_ffff) as usize
-    }
-}
-
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// The frame-centric baseline engine.
 pub struct FrameEngine {
-    config: FrameConfig,
-    pool: std::sync::Arc<rayon::ThreadPool>,
-    params: SolverParams,
-    dt: f64,
-    shapes: Vec<Shape>,
-    masses: Vec<MassProps>,
-    restitution: Vec<f32>,
-    friction: Vec<f32>,
-    extents: Vec<f32>,
-    is_static: Vec<bool>,
-    planes: Vec<u32>,
-    states: Vec<BodyState>,
+    pub(super) config: FrameConfig,
+    pub(super) pool: std::sync::Arc<rayon::ThreadPool>,
+    pub(super) params: SolverParams,
+    pub(super) dt: f64,
+    pub(super) shapes: Vec<Shape>,
+    pub(super) masses: Vec<MassProps>,
+    pub(super) restitution: Vec<f32>,
+    pub(super) friction: Vec<f32>,
+    pub(super) extents: Vec<f32>,
+    pub(super) is_static: Vec<bool>,
+    pub(super) planes: Vec<u32>,
+    pub(super) states: Vec<BodyState>,
     /// Dynamic and not sleeping.
-    awake: Vec<bool>,
-    sleep_time: Vec<f32>,
-    aabbs: Vec<Aabb>,
-    broad: BroadPhase,
-    resting_dirty: bool,
-    pairs: Vec<u64>,
-    contacts: Vec<Contact>,
-    next_contacts: Vec<Contact>,
-    change_bits: Vec<u64>,
-    uf: UnionFind,
-    root_awake: Vec<bool>,
-    island_of: Vec<u32>,
-    slot: Vec<u32>,
-    local: Vec<u32>,
-    island_contacts: Vec<u32>,
-    points: Vec<ConstraintPoint>,
-    point_start: Vec<u32>,
-    island_size: Vec<u32>,
-    island_has_contact: Vec<bool>,
-    island_batch: Vec<u32>,
-    island_offset: Vec<u32>,
-    batch_size: Vec<u32>,
-    cursor: Vec<u32>,
-    order: Vec<u32>,
-    body_start: Vec<u32>,
-    contact_start: Vec<u32>,
-    solver_bodies: Vec<SolverBody>,
-    constraints: Vec<ContactConstraint>,
-    island_min_sleep: Vec<f32>,
-    frame: u64,
-    stats: EngineStats,
+    pub(super) awake: Vec<bool>,
+    pub(super) sleep_time: Vec<f32>,
+    pub(super) aabbs: Vec<Aabb>,
+    pub(super) broad: BroadPhase,
+    pub(super) resting_dirty: bool,
+    pub(super) pairs: Vec<u64>,
+    pub(super) contacts: Vec<Contact>,
+    pub(super) next_contacts: Vec<Contact>,
+    pub(super) change_bits: Vec<u64>,
+    pub(super) uf: UnionFind,
+    pub(super) root_awake: Vec<bool>,
+    pub(super) island_of: Vec<u32>,
+    pub(super) slot: Vec<u32>,
+    pub(super) local: Vec<u32>,
+    pub(super) island_contacts: Vec<u32>,
+    pub(super) points: Vec<ConstraintPoint>,
+    pub(super) point_start: Vec<u32>,
+    pub(super) island_size: Vec<u32>,
+    pub(super) island_has_contact: Vec<bool>,
+    pub(super) island_batch: Vec<u32>,
+    pub(super) island_offset: Vec<u32>,
+    pub(super) batch_size: Vec<u32>,
+    pub(super) cursor: Vec<u32>,
+    pub(super) order: Vec<u32>,
+    pub(super) body_start: Vec<u32>,
+    pub(super) contact_start: Vec<u32>,
+    pub(super) solver_bodies: Vec<SolverBody>,
+    pub(super) constraints: Vec<ContactConstraint>,
+    pub(super) island_min_sleep: Vec<f32>,
+    pub(super) frame: u64,
+    pub(super) stats: EngineStats,
     /// Islands are packed into solver tasks of up to this many bodies.
-    batch_bodies: u32,
+    pub(super) batch_bodies: u32,
 }
 
 impl FrameEngine {
@@ -468,310 +445,6 @@ impl FrameEngine {
         }
         self.pairs.sort_unstable();
         self.stats.pairs_last = self.pairs.len();
-    }
-
-    /// Stage 3: the new contact list: broad-phase pairs (carrying last step's manifold) and the
-    /// frozen contacts between resting bodies, in key order.
-    fn merge_contacts(&mut self) {
-        let mut next = std::mem::take(&mut self.next_contacts);
-        next.clear();
-        let old = &self.contacts;
-        let pairs = &self.pairs;
-        let (mut i, mut j) = (0, 0);
-        let mut ended = 0;
-        while i < old.len() || j < pairs.len() {
-            let ko = old.get(i).map_or(u64::MAX, |c| c.key);
-            let kp = pairs.get(j).copied().unwrap_or(u64::MAX);
-            if ko < kp {
-                let c = old[i];
-                if !self.awake[c.a()] && !self.awake[c.b()] {
-                    next.push(Contact { active: false, ..c });
-                } else if c.touching && !self.is_static[c.a()] && !self.is_static[c.b()] {
-                    ended += 1;
-                }
-                i += 1;
-            } else if ko == kp {
-                next.push(Contact {
-                    active: true,
-                    ..old[i]
-                });
-                i += 1;
-                j += 1;
-            } else {
-                let (a, b) = ((kp >> 32) as usize, (kp & 0xffff_ffff) as usize);
-                next.push(Contact {
-                    key: kp,
-                    manifold: Manifold::default(),
-                    friction: mix_friction(self.friction[a], self.friction[b]),
-                    restitution: mix_restitution(self.restitution[a], self.restitution[b]),
-                    touching: false,
-                    active: true,
-                });
-                j += 1;
-            }
-        }
-        self.stats.island_splits += ended;
-        self.next_contacts = std::mem::replace(&mut self.contacts, next);
-    }
-
-    fn count_edge(&mut self, a: usize, b: usize, begin: bool) {
-        if !self.is_static[a] && !self.is_static[b] {
-            if begin {
-                self.stats.island_links += 1;
-            } else {
-                self.stats.island_splits += 1;
-            }
-        }
-    }
-
-    /// Stage 4: manifolds of the active pairs, in parallel; begin/end bits per 64 contacts.
-    fn narrow_phase(&mut self) {
-        let words = self.contacts.len().div_ceil(64);
-        self.change_bits.clear();
-        self.change_bits.resize(words, 0);
-        let dt = self.params.dt;
-        let (states, shapes, extents, is_static) =
-            (&self.states, &self.shapes, &self.extents, &self.is_static);
-        let contacts = &mut self.contacts;
-        let bits = &mut self.change_bits;
-        let narrow = |(chunk, word): (&mut [Contact], &mut u64)| {
-            let mut w = 0u64;
-            for (k, c) in chunk.iter_mut().enumerate() {
-                if !c.active {
-                    continue;
-                }
-                let (a, b) = (c.a(), c.b());
-                let (sa, sb) = (&states[a], &states[b]);
-                let spin = |i: usize, s: &BodyState| {
-                    if is_static[i] {
-                        0.0
-                    } else {
-                        s.angular_velocity.length() * extents[i]
-                    }
-                };
-                let margin = SPECULATIVE_DISTANCE
-                    + ((sb.velocity - sa.velocity).length() + spin(a, sa) + spin(b, sb)) * dt;
-                let mut m = collide(
-                    &shapes[a],
-                    &Pose::new(sa.position, sa.rotation),
-                    &shapes[b],
-                    &Pose::new(sb.position, sb.rotation),
-                    margin,
-                );
-                m.carry_impulses(&c.manifold);
-                c.manifold = m;
-                let touching = m.count > 0;
-                if touching != c.touching {
-                    w |= 1 << k;
-                }
-                c.touching = touching;
-            }
-            *word = w;
-        };
-        if self.config.threads == 1 {
-            contacts
-                .chunks_mut(64)
-                .zip(bits.iter_mut())
-                .for_each(narrow);
-        } else {
-            self.pool.install(|| {
-                contacts
-                    .par_chunks_mut(64)
-                    .zip(bits.par_iter_mut())
-                    .for_each(narrow)
-            });
-        }
-        // Walk the flipped pairs in contact order (serial, deterministic).
-        for wi in 0..self.change_bits.len() {
-            let mut w = self.change_bits[wi];
-            while w != 0 {
-                let k = wi * 64 + w.trailing_zeros() as usize;
-                w &= w - 1;
-                let c = self.contacts[k];
-                self.count_edge(c.a(), c.b(), c.touching);
-            }
-        }
-    }
-
-    /// Stage 5: islands by union-find over touching contacts; wake islands touched by an awake body;
-    /// lay out awake islands' bodies and constraints contiguously for the solver.
-    fn build_islands(&mut self) {
-        let n = self.states.len();
-        self.uf.reset(n);
-        let mut touching = 0;
-        for c in &self.contacts {
-            if c.touching {
-                touching += 1;
-                let (a, b) = (c.a(), c.b());
-                if !self.is_static[a] && !self.is_static[b] {
-                    self.uf.union(a as u32, b as u32);
-                }
-            }
-        }
-        self.stats.contacts_last = touching;
-        self.stats.contacts_max = self.stats.contacts_max.max(touching);
-        // An island with an awake body is awake whole.
-        self.root_awake.clear();
-        self.root_awake.resize(n, false);
-        for i in 0..n {
-            if self.awake[i] {
-                let r = self.uf.find(i as u32) as usize;
-                self.root_awake[r] = true;
-            }
-        }
-        let mut sleeping_roots = 0;
-        let mut woken_roots = 0;
-        for i in 0..n {
-            if self.is_static[i] || self.awake[i] {
-                continue;
-            }
-            let r = self.uf.find(i as u32) as usize;
-            if self.root_awake[r] {
-                self.awake[i] = true;
-                self.sleep_time[i] = 0.0;
-                self.resting_dirty = true;
-                if r == i {
-                    woken_roots += 1;
-                }
-            } else if r == i {
-                sleeping_roots += 1;
-            }
-        }
-        self.stats.wakes += woken_roots;
-        self.stats.islands_sleeping_last = sleeping_roots;
-
-        // Number the awake islands in order of their root (smallest body id); `local` is a body's
-        // rank inside its island.
-        self.island_of.iter_mut().for_each(|x| *x = NONE);
-        self.island_size.clear();
-        for i in 0..n {
-            if !self.awake[i] {
-                continue;
-            }
-            let r = self.uf.find(i as u32) as usize;
-            if self.island_of[r] == NONE {
-                self.island_of[r] = self.island_size.len() as u32;
-                self.island_size.push(0);
-            }
-            let k = self.island_of[r];
-            self.island_of[i] = k;
-            self.local[i] = self.island_size[k as usize];
-            self.island_size[k as usize] += 1;
-        }
-        let islands = self.island_size.len();
-        self.stats.islands_awake_last = islands;
-
-        // Batches: consecutive islands packed up to BATCH_BODIES bodies, solved by one task. The
-        // solver never couples two islands (they share only the static stand-in, which is never
-        // written), so batching changes no result, only the overhead per island.
-        // Islands with contacts and free ones (exact ballistic flight) never share a batch.
-        self.island_has_contact.clear();
-        self.island_has_contact.resize(islands, false);
-        for c in &self.contacts {
-            if c.touching {
-                let owner = if !self.is_static[c.a()] { c.a() } else { c.b() };
-                let k = self.island_of[owner];
-                if k != NONE && self.awake[owner] {
-                    self.island_has_contact[k as usize] = true;
-                }
-            }
-        }
-        self.island_batch.clear();
-        self.island_offset.clear();
-        self.batch_size.clear();
-        let mut batch_kind = false;
-        for (k, &size) in self.island_size.iter().enumerate() {
-            let kind = self.island_has_contact[k];
-            match self.batch_size.last_mut() {
-                Some(b) if *b + size <= self.batch_bodies && kind == batch_kind => {
-                    self.island_offset.push(*b);
-                    *b += size;
-                }
-                _ => {
-                    self.island_offset.push(0);
-                    self.batch_size.push(size);
-                    batch_kind = kind;
-                }
-            }
-            self.island_batch.push(self.batch_size.len() as u32 - 1);
-        }
-        let batches = self.batch_size.len();
-        // Body slots: each batch's bodies then its static stand-in.
-        self.body_start.clear();
-        let mut acc = 0u32;
-        for &c in &self.batch_size {
-            self.body_start.push(acc);
-            acc += c + 1;
-        }
-        self.body_start.push(acc);
-        self.solver_bodies.clear();
-        self.solver_bodies.resize(acc as usize, SolverBody::STATIC);
-        for i in 0..n {
-            let k = self.island_of[i];
-            if k == NONE || !self.awake[i] {
-                self.slot[i] = NONE;
-                continue;
-            }
-            // From here on `local` is the index inside the batch.
-            self.local[i] += self.island_offset[k as usize];
-            let s = self.body_start[self.island_batch[k as usize] as usize] + self.local[i];
-            self.slot[i] = s;
-            let st = &self.states[i];
-            self.solver_bodies[s as usize] = SolverBody::new(
-                st.velocity,
-                st.angular_velocity,
-                st.rotation,
-                &self.masses[i],
-            );
-        }
-        // Constraints: touching contacts of awake islands, grouped by batch (counting sort), in
-        // contact order inside a batch.
-        self.contact_start.clear();
-        self.contact_start.resize(batches + 1, 0);
-        self.island_contacts.clear();
-        for (ci, c) in self.contacts.iter().enumerate() {
-            if !c.touching {
-                continue;
-            }
-            let (a, b) = (c.a(), c.b());
-            let owner = if !self.is_static[a] { a } else { b };
-            let k = self.island_of[owner];
-            if k == NONE || !self.awake[owner] {
-                continue;
-            }
-            self.contact_start[self.island_batch[k as usize] as usize + 1] += 1;
-            self.island_contacts.push(ci as u32);
-        }
-        for bt in 0..batches {
-            self.contact_start[bt + 1] += self.contact_start[bt];
-        }
-        self.order.clear();
-        self.order.resize(self.island_contacts.len(), 0);
-        self.cursor.clear();
-        self.cursor
-            .extend_from_slice(&self.contact_start[..batches]);
-        self.point_start.clear();
-        self.point_start.resize(batches + 1, 0);
-        for &ci in &self.island_contacts {
-            let c = &self.contacts[ci as usize];
-            let owner = if !self.is_static[c.a()] { c.a() } else { c.b() };
-            let bt = self.island_batch[self.island_of[owner] as usize] as usize;
-            self.order[self.cursor[bt] as usize] = ci;
-            self.cursor[bt] += 1;
-            self.point_start[bt + 1] += c.manifold.count;
-        }
-        for bt in 0..batches {
-            self.point_start[bt + 1] += self.point_start[bt];
-        }
-        // The constraints themselves are built by each batch's task (stage 6), in parallel.
-        self.constraints.clear();
-        self.constraints
-            .resize(self.order.len(), ContactConstraint::default());
-        self.points.clear();
-        self.points.resize(
-            self.point_start[batches] as usize,
-            ConstraintPoint::default(),
-        );
     }
 
     /// Stage 6: solve awake islands in parallel and write the new states back.

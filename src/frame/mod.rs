@@ -34,7 +34,9 @@
 //! `threads` threads.
 
 mod broad;
+mod contacts;
 mod engine;
+mod layout;
 mod union_find;
 
 pub use broad::BroadPhase;
