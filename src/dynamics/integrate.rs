@@ -15,6 +15,16 @@ use glam::{Quat, Vec3};
 /// Rotation `q` advanced by world angular velocity `w` over `dt` (exponential map, renormalised).
 #[inline]
 pub fn integrate_rotation(q: Quat, w: Vec3, dt: f32) -> Quat {
+    if w.length_squared() * dt * dt == 0.0 {
+        return q;
+    }
+    advance_rotation(q, w, dt).normalize()
+}
+
+/// [`integrate_rotation`] without the final renormalisation (for a caller that renormalises
+/// once after several steps).
+#[inline]
+pub fn advance_rotation(q: Quat, w: Vec3, dt: f32) -> Quat {
     let angle2 = w.length_squared() * dt * dt;
     if angle2 == 0.0 {
         return q;
@@ -29,7 +39,7 @@ pub fn integrate_rotation(q: Quat, w: Vec3, dt: f32) -> Quat {
     } else {
         Quat::from_scaled_axis(w * dt)
     };
-    (e * q).normalize()
+    e * q
 }
 
 /// The exact free flight of `state` under constant `gravity` for `dt` seconds.

@@ -29,7 +29,7 @@
 //! slice's last element, with zero inverse mass and inertia, so no formula needs a branch for it.
 
 use super::MassProps;
-use super::integrate::integrate_rotation;
+use super::integrate::{advance_rotation, integrate_rotation};
 use crate::geometry::Manifold;
 use glam::{Mat3A, Quat, Vec3, Vec3A};
 
@@ -74,8 +74,12 @@ pub struct SolverBody {
     pub delta_position: Vec3A,
     /// Rotation change since the start of the frame.
     pub delta_rotation: Quat,
-    /// `delta_rotation` as a matrix (rotating an anchor costs three multiply-adds).
+    /// `delta_rotation` as a matrix (rotating an anchor costs three multiply-adds); kept only
+    /// when `rotating_anchors`.
     pub delta_matrix: Mat3A,
+    /// Whether contacts need this body's rotated anchors (false for spheres: see
+    /// [`ContactConstraint::rotate_a`]); saves the matrix per substep.
+    pub rotating_anchors: bool,
     /// World inverse inertia at the start of the frame.
     pub inv_inertia: Mat3A,
     pub inv_mass: f32,
@@ -89,6 +93,7 @@ impl SolverBody {
         delta_position: Vec3A::ZERO,
         delta_rotation: Quat::IDENTITY,
         delta_matrix: Mat3A::IDENTITY,
+        rotating_anchors: false,
         inv_inertia: Mat3A::ZERO,
         inv_mass: 0.0,
     };
@@ -100,6 +105,7 @@ impl SolverBody {
             delta_position: Vec3A::ZERO,
             delta_rotation: Quat::IDENTITY,
             delta_matrix: Mat3A::IDENTITY,
+            rotating_anchors: true,
             inv_inertia: Mat3A::from(mass.world_inv_inertia(rotation)),
             inv_mass: mass.inv_mass,
         }
@@ -706,9 +712,12 @@ pub fn solve_island(
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {
                 b.delta_position += b.velocity * h;
-                b.delta_rotation =
-                    integrate_rotation(b.delta_rotation, b.angular_velocity.into(), h);
-                b.delta_matrix = Mat3A::from_quat(b.delta_rotation);
+                // Not renormalised per substep: the exponential map keeps unit length to
+                // rounding, and `apply_to` normalises the frame's rotation once.
+                b.delta_rotation = advance_rotation(b.delta_rotation, b.angular_velocity.into(), h);
+                if b.rotating_anchors {
+                    b.delta_matrix = Mat3A::from_quat(b.delta_rotation);
+                }
             }
         }
         solve(bodies, constraints, points, inv_h, params, false);

@@ -132,12 +132,14 @@ impl FrameEngine {
             let s = self.body_start[self.island_batch[k as usize] as usize] + self.local[i];
             self.slot[i] = s;
             let st = &self.states[i];
-            self.solver_bodies[s as usize] = SolverBody::new(
+            let mut body = SolverBody::new(
                 st.velocity,
                 st.angular_velocity,
                 st.rotation,
                 &self.masses[i],
             );
+            body.rotating_anchors = !matches!(self.shapes[i], crate::scene::Shape::Sphere { .. });
+            self.solver_bodies[s as usize] = body;
         }
         // Constraints: touching contacts of awake islands, grouped by batch (counting sort), in
         // contact order inside a batch.
