@@ -106,7 +106,7 @@ pub fn resolve(
         if !(j > 0.0 && j.is_finite()) {
             // Frictionless fallback.
             let k0 = normal.dot(k * normal);
-            if !(k0 > 0.0) {
+            if k0.is_nan() || k0 <= 0.0 {
                 return none;
             }
             j = -(1.0 + restitution) * vn / k0;
