@@ -125,7 +125,7 @@ impl FrameEngine {
     /// An engine at the scene's initial state. Panics where [`FrameEngine::try_new`] gives an
     /// error (a scene the loader would have refused, or no threads); loaded scenes never do.
     pub fn new(scene: &Scene, config: FrameConfig) -> Self {
-        Self::try_new(scene, config).expect("cannot start the frame engine's thread pool")
+        Self::try_new(scene, config).unwrap_or_else(|e| panic!("frame engine: {e}"))
     }
 
     /// An engine at the scene's initial state, or the reason it cannot start: a body the engine
