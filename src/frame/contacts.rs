@@ -39,6 +39,18 @@ impl FrameEngine {
     /// Stage 3: the new contact list: broad-phase pairs (carrying last step's manifold) and the
     /// frozen contacts between resting bodies, in key order.
     pub(super) fn merge_contacts(&mut self) {
+        // Temporal coherence: most steps have exactly last step's pairs; then there is nothing
+        // to merge and the list stays in place.
+        if self.contacts.len() == self.pairs.len()
+            && self
+                .contacts
+                .iter()
+                .zip(&self.pairs)
+                .all(|(c, &k)| c.key == k)
+        {
+            self.contacts.iter_mut().for_each(|c| c.active = true);
+            return;
+        }
         let mut next = std::mem::take(&mut self.next_contacts);
         next.clear();
         let old = &self.contacts;
