@@ -19,7 +19,9 @@
 //!    64 and each chunk owns one 64-bit word, so the threads need neither atomics nor a merge, and
 //!    the set bits are then walked serially in contact order.
 //! 5. **Islands.** Bodies joined by touching contacts form islands (static bodies join nothing). An
-//!    island with an awake body wakes whole (seed 002, "Sleeping and waking").
+//!    island with an awake body wakes whole (seed 002, "Sleeping and waking"). For now the
+//!    islands are recomputed each step by a union-find (`union_find`, `layout`); the persistent
+//!    island graph of `crate::islands` replaces it when the two branches meet.
 //! 6. **Solve.** Awake islands are solved in parallel, each with Box2D v3's soft step
 //!    ([`crate::dynamics::solve_island`]); an island without contacts flies exactly (ballistic).
 //!    Small islands are packed into tasks of up to 64 bodies (islands with contacts and free ones
