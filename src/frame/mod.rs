@@ -1,121 +1,46 @@
-//! The frame-centric baseline engine (DESIGN.md, "The two engines": frame).
+//! The frame engine: every body advances in lock-step by one frame per step.
 //!
-//! TEMPORARY: replaced by the physics branch. This stand-in only lets the command line, the
-//! output sinks and their tests run on the `cli` branch: it has the agreed API and integrates
-//! free flight (gravity, constant angular velocity) tick by tick, with no contacts at all.
+//! This is the synchronous baseline of DESIGN.md (Mirtich's "RD", seed 001, and the parallel
+//! transactional ODE pipeline of seed 004, here without a transactional memory because every
+//! parallel stage writes only data it owns). One [`FrameEngine::step`] advances the world by one
+//! frame `dt = frame_ticks / ticks_per_second`:
+//!
+//! 1. **Bounds.** Awake bodies get an AABB inflated by the speculative distance and swept along
+//!    their velocity over the frame (a contact that closes within the frame is found now).
+//! 2. **Broad phase** (`broad`): sort and sweep over the moving bodies (in slabs along z, so a
+//!    pile costs what its neighbourhoods cost) and against the resting ones (static and
+//!    sleeping); planes are tested directly against each moving body.
+//! 3. **Contact pairs.** The new pair list (sorted by body ids) is merged with the previous
+//!    step's contacts, which carry their impulses for warm starting; a contact between two
+//!    resting bodies is kept frozen as it was.
+//! 4. **Narrow phase** in parallel (rayon): each pair recomputes its manifold. A pair whose touching
+//!    state flips (begin or end, an island edge added or removed) sets a bit in a bit array
+//!    (Box2D v3, seed 002, "Making persistent islands fast"). The contacts are cut into chunks of
+//!    64 and each chunk owns one 64-bit word, so the threads need neither atomics nor a merge, and
+//!    the set bits are then walked serially in contact order.
+//! 5. **Islands.** Bodies joined by touching contacts form islands (static bodies join nothing). An
+//!    island with an awake body wakes whole (seed 002, "Sleeping and waking"). For now the
+//!    islands are recomputed each step by a union-find (`union_find`, `layout`); the persistent
+//!    island graph of `crate::islands` replaces it when the two branches meet.
+//! 6. **Solve.** Awake islands are solved in parallel, each with Box2D v3's soft step
+//!    ([`crate::dynamics::solve_island`]); an island without contacts flies exactly (ballistic).
+//!    Small islands are packed into tasks of up to 64 bodies (islands with contacts and free ones
+//!    apart); the solver never couples two islands, so packing changes no result, only overhead.
+//! 7. **Sleep.** Per island: when every body has been slower than 0.05 m/s (and its surface
+//!    slower than that from spinning) for 0.5 s, the island sleeps: its velocities become zero and
+//!    it costs nothing until an awake body touches it.
+//!
+//! **Determinism.** Results are bit-identical for any thread count: parallel stages compute each
+//! item from read-only inputs into its own slot, every order is a function of body ids, and every
+//! reduction runs serially in a fixed order. The engine runs its stages on its own rayon pool of
+//! `threads` threads.
 
-use glam::{Quat, Vec3};
+mod broad;
+mod contacts;
+mod engine;
+mod layout;
+mod union_find;
 
-use crate::dynamics::BodyState;
-use crate::scene::Scene;
-
-// TEMPORARY: replaced by the physics branch
-/// How the frame engine runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FrameConfig {
-    pub threads: usize,
-    pub substeps: u32,
-    pub sleep: bool,
-}
-
-impl Default for FrameConfig {
-    fn default() -> Self {
-        FrameConfig {
-            threads: 1,
-            substeps: 1,
-            sleep: true,
-        }
-    }
-}
-
-// TEMPORARY: replaced by the physics branch
-/// Figures about a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EngineStats {
-    pub frames: u64,
-    pub contacts_max: usize,
-    pub islands_awake_last: usize,
-    pub islands_sleeping_last: usize,
-    pub island_links: u64,
-    pub island_splits: u64,
-}
-
-// TEMPORARY: replaced by the physics branch
-/// Free flight only: every dynamic body follows gravity, statics stay put.
-pub struct FrameEngine {
-    states: Vec<BodyState>,
-    is_static: Vec<bool>,
-    gravity: Vec3,
-    tick_seconds: f32,
-    frame_ticks: u32,
-    frame_seconds: f64,
-    frame: u64,
-}
-
-impl FrameEngine {
-    pub fn new(scene: &Scene, config: FrameConfig) -> Self {
-        Self::new_free_flight(scene, config)
-    }
-
-    /// As `new`, or why the engine could not start (the physics branch's engine has this too).
-    pub fn try_new(scene: &Scene, config: FrameConfig) -> Result<Self, String> {
-        Ok(Self::new_free_flight(scene, config))
-    }
-
-    fn new_free_flight(scene: &Scene, _config: FrameConfig) -> Self {
-        let w = &scene.world;
-        FrameEngine {
-            states: scene
-                .bodies
-                .iter()
-                .map(|b| BodyState {
-                    position: b.position,
-                    rotation: b.rotation,
-                    velocity: b.velocity,
-                    angular_velocity: b.angular_velocity,
-                })
-                .collect(),
-            is_static: scene.bodies.iter().map(|b| b.is_static).collect(),
-            gravity: w.gravity,
-            tick_seconds: 1.0 / w.ticks_per_second as f32,
-            frame_ticks: w.frame_ticks,
-            frame_seconds: f64::from(w.frame_ticks) / f64::from(w.ticks_per_second),
-            frame: 0,
-        }
-    }
-
-    pub fn states(&self) -> &[BodyState] {
-        &self.states
-    }
-
-    pub fn frame(&self) -> u64 {
-        self.frame
-    }
-
-    pub fn time(&self) -> f64 {
-        self.frame as f64 * self.frame_seconds
-    }
-
-    pub fn step(&mut self) {
-        let dt = self.tick_seconds;
-        for (s, &fixed) in self.states.iter_mut().zip(&self.is_static) {
-            if fixed {
-                continue;
-            }
-            for _ in 0..self.frame_ticks {
-                s.velocity += self.gravity * dt;
-                s.position += s.velocity * dt;
-                s.rotation =
-                    (Quat::from_scaled_axis(s.angular_velocity * dt) * s.rotation).normalize();
-            }
-        }
-        self.frame += 1;
-    }
-
-    pub fn stats(&self) -> EngineStats {
-        EngineStats {
-            frames: self.frame,
-            ..EngineStats::default()
-        }
-    }
-}
+pub use broad::BroadPhase;
+pub use engine::*;
+pub use union_find::UnionFind;
