@@ -5,9 +5,10 @@
 //! began or stopped touching in bit words owned by chunks of 64 contacts (Box2D v3, seed 002,
 //! "Making persistent islands fast").
 
-use super::engine::{FrameEngine, SPECULATIVE_DISTANCE};
+use super::engine::{FrameEngine, NONE, SPECULATIVE_DISTANCE};
 use crate::dynamics::BodyState;
 use crate::geometry::{Manifold, Pose, collide};
+use crate::islands::ContactId;
 use crate::scene::{mix_friction, mix_restitution};
 use rayon::prelude::*;
 
@@ -22,6 +23,8 @@ pub(super) struct Contact {
     pub(super) touching: bool,
     /// Recomputed this step (false: frozen between two resting bodies).
     pub(super) active: bool,
+    /// Its edge in the island graph while touching, else `NONE`.
+    pub(super) edge: u32,
 }
 
 impl Contact {
@@ -64,8 +67,14 @@ impl FrameEngine {
                 let c = old[i];
                 if !self.awake[c.a()] && !self.awake[c.b()] {
                     next.push(Contact { active: false, ..c });
-                } else if c.touching && !self.is_static[c.a()] && !self.is_static[c.b()] {
-                    ended += 1;
+                } else if c.touching {
+                    // The pair left the broad phase while touching: its island edge ends.
+                    self.graph
+                        .unlink(ContactId(c.edge))
+                        .unwrap_or_else(|e| panic!("island graph: {e}"));
+                    if !self.is_static[c.a()] && !self.is_static[c.b()] {
+                        ended += 1;
+                    }
                 }
                 i += 1;
             } else if ko == kp {
@@ -84,11 +93,12 @@ impl FrameEngine {
                     restitution: mix_restitution(self.restitution[a], self.restitution[b]),
                     touching: false,
                     active: true,
+                    edge: NONE,
                 });
                 j += 1;
             }
         }
-        self.stats.island_splits += ended;
+        self.stats.island_unlinks += ended;
         self.next_contacts = std::mem::replace(&mut self.contacts, next);
     }
 
@@ -97,7 +107,7 @@ impl FrameEngine {
             if begin {
                 self.stats.island_links += 1;
             } else {
-                self.stats.island_splits += 1;
+                self.stats.island_unlinks += 1;
             }
         }
     }
@@ -166,6 +176,20 @@ impl FrameEngine {
                 let k = wi * 64 + w.trailing_zeros() as usize;
                 w &= w - 1;
                 let c = self.contacts[k];
+                // Edge changes in ascending contact order: the graph is the same for any
+                // thread count.
+                if c.touching {
+                    let id = self
+                        .graph
+                        .link(c.a(), c.b())
+                        .unwrap_or_else(|e| panic!("island graph: {e}"));
+                    self.contacts[k].edge = id.0;
+                } else {
+                    self.graph
+                        .unlink(ContactId(c.edge))
+                        .unwrap_or_else(|e| panic!("island graph: {e}"));
+                    self.contacts[k].edge = NONE;
+                }
                 self.count_edge(c.a(), c.b(), c.touching);
             }
         }

@@ -3,12 +3,12 @@
 
 use super::broad::BroadPhase;
 use super::contacts::Contact;
-use super::union_find::UnionFind;
 use crate::dynamics::{
     BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, MassProps, SolverBody,
     SolverParams, solve_island,
 };
 use crate::geometry::{Aabb, shape_aabb, shape_extent};
+use crate::islands::{IslandGraph, SleepConfig};
 use crate::scene::{Scene, Shape};
 use glam::Vec3;
 use rayon::prelude::*;
@@ -58,8 +58,10 @@ pub struct EngineStats {
     pub islands_sleeping_last: usize,
     /// Island edges added (contacts that began touching between two dynamic bodies).
     pub island_links: u64,
-    /// Island edges removed (contacts between two dynamic bodies that stopped touching).
+    /// Islands split into two or more (the deferred split of seed 002).
     pub island_splits: u64,
+    /// Island edges removed (contacts between two dynamic bodies that stopped touching).
+    pub island_unlinks: u64,
     /// Touching contacts in the last frame.
     pub contacts_last: usize,
     /// Broad-phase pairs in the last frame.
@@ -87,7 +89,6 @@ pub struct FrameEngine {
     pub(super) states: Vec<BodyState>,
     /// Dynamic and not sleeping.
     pub(super) awake: Vec<bool>,
-    pub(super) sleep_time: Vec<f32>,
     pub(super) aabbs: Vec<Aabb>,
     pub(super) broad: BroadPhase,
     pub(super) resting_dirty: bool,
@@ -95,8 +96,11 @@ pub struct FrameEngine {
     pub(super) contacts: Vec<Contact>,
     pub(super) next_contacts: Vec<Contact>,
     pub(super) change_bits: Vec<u64>,
-    pub(super) uf: UnionFind,
-    pub(super) root_awake: Vec<bool>,
+    /// The persistent island graph (seed 002): links and unlinks follow the narrow phase's
+    /// begin/end events; it wakes, sleeps and splits islands.
+    pub(super) graph: IslandGraph,
+    pub(super) linear: Vec<Vec3>,
+    pub(super) angular: Vec<Vec3>,
     pub(super) island_of: Vec<u32>,
     pub(super) slot: Vec<u32>,
     pub(super) local: Vec<u32>,
@@ -114,7 +118,6 @@ pub struct FrameEngine {
     pub(super) contact_start: Vec<u32>,
     pub(super) solver_bodies: Vec<SolverBody>,
     pub(super) constraints: Vec<ContactConstraint>,
-    pub(super) island_min_sleep: Vec<f32>,
     pub(super) frame: u64,
     pub(super) stats: EngineStats,
     /// Islands are packed into solver tasks of up to this many bodies.
@@ -191,6 +194,18 @@ impl FrameEngine {
             .filter(|&i| matches!(bodies[i as usize].shape, Shape::Plane { .. }))
             .collect();
         let states: Vec<BodyState> = bodies.iter().map(BodyState::from_desc).collect();
+        let mut graph = IslandGraph::new(&is_static).map_err(|e| e.to_string())?;
+        graph
+            .set_sleep_config(SleepConfig {
+                linear_threshold: SLEEP_VELOCITY,
+                time_to_sleep: if config.sleep {
+                    TIME_TO_SLEEP
+                } else {
+                    f32::INFINITY
+                },
+                ..SleepConfig::default()
+            })
+            .map_err(|e| e.to_string())?;
         let aabbs = bodies
             .iter()
             .map(|b| shape_aabb(&b.shape, b.position, b.rotation).expanded(SPECULATIVE_DISTANCE))
@@ -227,7 +242,6 @@ impl FrameEngine {
             is_static,
             planes,
             states,
-            sleep_time: vec![0.0; n],
             aabbs,
             broad: BroadPhase::new(),
             resting_dirty: true,
@@ -235,8 +249,9 @@ impl FrameEngine {
             contacts: Vec::new(),
             next_contacts: Vec::new(),
             change_bits: Vec::new(),
-            uf: UnionFind::default(),
-            root_awake: vec![false; n],
+            graph,
+            linear: vec![Vec3::ZERO; n],
+            angular: vec![Vec3::ZERO; n],
             island_of: vec![NONE; n],
             slot: vec![NONE; n],
             local: vec![NONE; n],
@@ -254,7 +269,6 @@ impl FrameEngine {
             contact_start: Vec::new(),
             solver_bodies: Vec::new(),
             constraints: Vec::new(),
-            island_min_sleep: Vec::new(),
             frame: 0,
             stats: EngineStats::default(),
             batch_bodies: BATCH_BODIES,
@@ -316,7 +330,13 @@ impl FrameEngine {
                 ));
             }
         }
+        self.graph.validate()?;
         for (i, s) in self.states.iter().enumerate() {
+            if !self.is_static[i] && self.graph.is_body_awake(i) != Ok(self.awake[i]) {
+                return Err(format!(
+                    "body {i}: awake flag differs from the island graph"
+                ));
+            }
             if self.is_static[i] && self.awake[i] {
                 return Err(format!("static body {i} is awake"));
             }
@@ -544,53 +564,39 @@ impl FrameEngine {
         }
     }
 
-    /// Stage 7: per-island sleep.
+    /// Stage 7: per-island sleep and the deferred split of at most one island (seed 002), both
+    /// by the island graph.
     fn sleep(&mut self) {
-        if !self.config.sleep {
-            return;
+        for (i, st) in self.states.iter().enumerate() {
+            self.linear[i] = st.velocity;
+            self.angular[i] = st.angular_velocity;
         }
-        let islands = self.island_size.len();
-        let n = self.states.len();
-        let dt = self.params.dt;
-        self.island_min_sleep.clear();
-        self.island_min_sleep.resize(islands, f32::MAX);
-        let v2 = SLEEP_VELOCITY * SLEEP_VELOCITY;
-        for b in 0..n {
-            if self.slot[b] == NONE {
+        let slept = self
+            .graph
+            .update_sleep(self.params.dt, &self.linear, &self.angular)
+            .unwrap_or_else(|e| panic!("island graph refused the sleep update: {e}"));
+        for island in &slept {
+            let Ok(bodies) = self.graph.bodies(*island) else {
                 continue;
+            };
+            for b in bodies {
+                self.awake[b] = false;
+                self.states[b].velocity = Vec3::ZERO;
+                self.states[b].angular_velocity = Vec3::ZERO;
             }
-            let st = &self.states[b];
-            let spin = st.angular_velocity.length() * self.extents[b];
-            if st.velocity.length_squared() > v2 || spin * spin > v2 {
-                self.sleep_time[b] = 0.0;
-            } else {
-                self.sleep_time[b] += dt;
+        }
+        if !slept.is_empty() {
+            self.resting_dirty = true;
+            self.stats.sleeps += slept.len() as u64;
+            self.stats.islands_sleeping_last += slept.len();
+            self.stats.islands_awake_last =
+                self.stats.islands_awake_last.saturating_sub(slept.len());
+        }
+        if let Some(split) = self.graph.split_one() {
+            if split.islands.len() > 1 {
+                self.stats.island_splits += 1;
             }
-            let k = self.island_of[b] as usize;
-            self.island_min_sleep[k] = self.island_min_sleep[k].min(self.sleep_time[b]);
         }
-        let asleep = self
-            .island_min_sleep
-            .iter()
-            .filter(|&&t| t >= TIME_TO_SLEEP)
-            .count();
-        if asleep == 0 {
-            return;
-        }
-        for b in 0..n {
-            if self.slot[b] == NONE
-                || self.island_min_sleep[self.island_of[b] as usize] < TIME_TO_SLEEP
-            {
-                continue;
-            }
-            self.awake[b] = false;
-            self.states[b].velocity = Vec3::ZERO;
-            self.states[b].angular_velocity = Vec3::ZERO;
-        }
-        self.resting_dirty = true;
-        self.stats.sleeps += asleep as u64;
-        self.stats.islands_sleeping_last += asleep;
-        self.stats.islands_awake_last -= asleep;
     }
 }
 

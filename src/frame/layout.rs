@@ -1,59 +1,42 @@
-//! Island layout (stage 5 of the frame pipeline): bodies joined by touching contacts form
-//! islands (a per-step union-find over the touching contacts, static bodies joining nothing;
-//! seed 002, "Union-find"); an island with an awake body wakes whole; the awake islands are
-//! numbered by their smallest body id, packed into solver batches, and their bodies and contacts
-//! laid out contiguously per batch (counting sorts, no per-contact allocation) for stage 6.
+//! Island layout (stage 5 of the frame pipeline). The islands themselves live in the persistent
+//! island graph ([`crate::islands::IslandGraph`], seed 002), which the narrow phase's begin/end
+//! events update and which wakes a whole island when an awake body touches it; here the awake
+//! islands are numbered by first body id, packed into solver batches, and their bodies and
+//! contacts laid out contiguously per batch (counting sorts, no per-contact allocation) for
+//! stage 6.
 
 use super::engine::{FrameEngine, NONE};
 use crate::dynamics::{ConstraintPoint, ContactConstraint, SolverBody};
+use crate::islands::IslandId;
 
 impl FrameEngine {
     /// Stage 5: islands by union-find over touching contacts; wake islands touched by an awake body;
     /// lay out awake islands' bodies and constraints contiguously for the solver.
     pub(super) fn build_islands(&mut self) {
         let n = self.states.len();
-        self.uf.reset(n);
-        let mut touching = 0;
-        for c in &self.contacts {
-            if c.touching {
-                touching += 1;
-                let (a, b) = (c.a(), c.b());
-                if !self.is_static[a] && !self.is_static[b] {
-                    self.uf.union(a as u32, b as u32);
-                }
-            }
-        }
+        let touching = self.contacts.iter().filter(|c| c.touching).count();
         self.stats.contacts_last = touching;
         self.stats.contacts_max = self.stats.contacts_max.max(touching);
-        // An island with an awake body is awake whole.
-        self.root_awake.clear();
-        self.root_awake.resize(n, false);
-        for i in 0..n {
-            if self.awake[i] {
-                let r = self.uf.find(i as u32) as usize;
-                self.root_awake[r] = true;
-            }
-        }
-        let mut sleeping_roots = 0;
-        let mut woken_roots = 0;
+        // The graph woke every island an awake body touched (link wakes both islands).
+        let mut woken = 0;
         for i in 0..n {
             if self.is_static[i] || self.awake[i] {
                 continue;
             }
-            let r = self.uf.find(i as u32) as usize;
-            if self.root_awake[r] {
+            if self.graph.is_body_awake(i) == Ok(true) {
                 self.awake[i] = true;
-                self.sleep_time[i] = 0.0;
                 self.resting_dirty = true;
-                if r == i {
-                    woken_roots += 1;
+                if self.graph.island_of(i) == Ok(Some(IslandId(i as u32))) {
+                    woken += 1;
                 }
-            } else if r == i {
-                sleeping_roots += 1;
             }
         }
-        self.stats.wakes += woken_roots;
-        self.stats.islands_sleeping_last = sleeping_roots;
+        self.stats.wakes += woken;
+        self.stats.islands_sleeping_last = self
+            .graph
+            .islands()
+            .filter(|&isl| self.graph.is_awake(isl) == Ok(false))
+            .count();
 
         // Number the awake islands in order of their root (smallest body id); `local` is a body's
         // rank inside its island.
@@ -63,7 +46,11 @@ impl FrameEngine {
             if !self.awake[i] {
                 continue;
             }
-            let r = self.uf.find(i as u32) as usize;
+            // An island's id is one of its bodies (content-derived, seed 002 module docs).
+            let r = match self.graph.island_of(i) {
+                Ok(Some(id)) => id.index(),
+                _ => continue,
+            };
             if self.island_of[r] == NONE {
                 self.island_of[r] = self.island_size.len() as u32;
                 self.island_size.push(0);

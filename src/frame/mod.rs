@@ -18,17 +18,17 @@
 //!    (Box2D v3, seed 002, "Making persistent islands fast"). The contacts are cut into chunks of
 //!    64 and each chunk owns one 64-bit word, so the threads need neither atomics nor a merge, and
 //!    the set bits are then walked serially in contact order.
-//! 5. **Islands.** Bodies joined by touching contacts form islands (static bodies join nothing). An
-//!    island with an awake body wakes whole (seed 002, "Sleeping and waking"). For now the
-//!    islands are recomputed each step by a union-find (`union_find`, `layout`); the persistent
-//!    island graph of `crate::islands` replaces it when the two branches meet.
+//! 5. **Islands.** Bodies joined by touching contacts form islands (static bodies join nothing),
+//!    kept by the persistent island graph of [`crate::islands`]: the flipped pairs link and
+//!    unlink edges in contact order, and a link wakes both islands whole (seed 002).
 //! 6. **Solve.** Awake islands are solved in parallel, each with Box2D v3's soft step
 //!    ([`crate::dynamics::solve_island`]); an island without contacts flies exactly (ballistic).
 //!    Small islands are packed into tasks of up to 64 bodies (islands with contacts and free ones
 //!    apart); the solver never couples two islands, so packing changes no result, only overhead.
-//! 7. **Sleep.** Per island: when every body has been slower than 0.05 m/s (and its surface
-//!    slower than that from spinning) for 0.5 s, the island sleeps: its velocities become zero and
-//!    it costs nothing until an awake body touches it.
+//! 7. **Sleep and split.** Per island, by the graph: when every body has been slower than
+//!    0.05 m/s (and 2 degrees per second) for 0.5 s, the island sleeps: its velocities become zero
+//!    and it costs nothing until an awake body touches it. Then at most one island that lost an
+//!    edge is split (Box2D's deferred split).
 //!
 //! **Determinism.** Results are bit-identical for any thread count: parallel stages compute each
 //! item from read-only inputs into its own slot, every order is a function of body ids, and every
@@ -39,8 +39,6 @@ mod broad;
 mod contacts;
 mod engine;
 mod layout;
-mod union_find;
 
 pub use broad::BroadPhase;
 pub use engine::*;
-pub use union_find::UnionFind;
