@@ -493,3 +493,209 @@ impl Drop for Transaction<'_> {
         let _ = BUFFERS.try_with(|b| b.set(Some(bufs)));
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{
+        AbortCause, TVar, TWord, TxOptions, atomically, atomically_read_only, atomically_with,
+        thread_stats, try_atomically,
+    };
+    use std::sync::mpsc;
+
+    #[test]
+    fn reads_see_own_writes_and_commit_publishes() {
+        let a = TVar::new(String::from("a"));
+        let n = TWord::new(5i32);
+        let out = atomically(|tx| {
+            assert_eq!(tx.read(&a)?, "a");
+            tx.write(&a, "b".into())?;
+            assert_eq!(tx.read(&a)?, "b");
+            tx.write(&a, "c".into())?;
+            tx.modify(&n, |x| x * 2)?;
+            tx.modify(&n, |x| x + 1)?;
+            let len = tx.read_with(&a, |s| s.len())?;
+            Ok((tx.read(&a)?, tx.read(&n)?, len))
+        });
+        assert_eq!(out, ("c".to_string(), 11, 1));
+        assert_eq!(a.load(), "c");
+        assert_eq!(n.load(), 11);
+        assert_eq!(a.into_inner(), "c");
+    }
+
+    #[test]
+    fn a_read_of_a_variable_written_after_the_start_aborts() {
+        let x = TWord::new(0u64);
+        let y = TWord::new(0u64);
+        let (to_writer, writer_rx) = mpsc::channel::<()>();
+        let (to_reader, reader_rx) = mpsc::channel::<()>();
+        let (x, y) = (&x, &y);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                writer_rx.recv().unwrap();
+                atomically(|tx| {
+                    tx.write(x, 1)?;
+                    tx.write(y, 1)
+                });
+                to_reader.send(()).unwrap();
+            });
+            let r = try_atomically(|tx| {
+                let a = tx.read(x)?;
+                to_writer.send(()).unwrap();
+                reader_rx.recv().unwrap();
+                let b = tx.read(y)?;
+                Ok((a, b))
+            });
+            // The snapshot had x = y = 0; y = 1 is newer than it, so the read must fail
+            // rather than return the inconsistent (0, 1).
+            assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::ReadConflict));
+        });
+        assert_eq!((x.load(), y.load()), (1, 1));
+    }
+
+    #[test]
+    fn commit_validation_catches_an_overwritten_read() {
+        let x = TWord::new(0u64);
+        let z = TWord::new(0u64);
+        let before = thread_stats();
+        let r = try_atomically(|tx| {
+            let v = tx.read(&x)?;
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx2| tx2.write(&x, 7)));
+            });
+            tx.write(&z, v + 1)
+        });
+        assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::CommitValidation));
+        assert_eq!(z.load(), 0, "an aborted commit writes nothing");
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_commit_validation, 1);
+        assert_eq!(d.commits, 0);
+    }
+
+    #[test]
+    fn a_doomed_attempt_stays_doomed() {
+        let x = TWord::new(0u64);
+        let y = TWord::new(0u64);
+        let r = try_atomically(|tx| {
+            let _ = tx.read(&x)?;
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx2| tx2.write(&y, 7)));
+            });
+            // Swallow the conflict and carry on: everything after must fail too.
+            assert!(tx.read(&y).is_err());
+            assert!(tx.read(&x).is_err(), "later reads of a doomed attempt fail");
+            assert!(tx.write(&x, 3).is_err());
+            Ok(())
+        });
+        assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::ReadConflict));
+        assert_eq!(x.load(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "transactions do not nest")]
+    fn nesting_panics_with_a_clear_message() {
+        let x = TWord::new(0u64);
+        atomically(|tx| {
+            tx.read(&x)?;
+            atomically(|tx2| tx2.read(&x));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn read_only_transaction_that_writes_is_rerun_read_write() {
+        let x = TWord::new(1u64);
+        let before = thread_stats();
+        let mut runs = 0;
+        atomically_read_only(|tx| {
+            runs += 1;
+            let v = tx.read(&x)?;
+            tx.write(&x, v + 1)
+        });
+        assert_eq!(runs, 2);
+        assert_eq!(x.load(), 2);
+        // A write before any read upgrades in place.
+        atomically_read_only(|tx| tx.write(&x, 5));
+        assert_eq!(x.load(), 5);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_read_only_upgrade, 1);
+        assert_eq!(d.commits, 2);
+        assert_eq!(d.write_set, 2);
+    }
+
+    #[test]
+    fn explicit_retry_reruns_and_irrevocable_mode_commits() {
+        let x = TWord::new(0u64);
+        let before = thread_stats();
+        let mut runs = 0;
+        atomically(|tx| {
+            runs += 1;
+            tx.modify(&x, |v| v + 1)?;
+            if runs < 3 { tx.retry() } else { Ok(()) }
+        });
+        assert_eq!((runs, x.load()), (3, 1));
+        let irrevocable = atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+            tx.modify(&x, |v| v + 10)?;
+            Ok(tx.is_irrevocable())
+        });
+        assert!(irrevocable);
+        assert_eq!(x.load(), 11);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_explicit, 2);
+        assert_eq!(d.irrevocable_commits, 1);
+        assert_eq!(d.commits, 2);
+        assert_eq!(d.reads, 2);
+    }
+
+    #[test]
+    fn a_panicking_irrevocable_transaction_releases_everything() {
+        let x = TVar::new(vec![1u8]);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+                tx.write(&x, vec![2])?;
+                if tx.is_irrevocable() {
+                    panic!("boom");
+                }
+                Ok(())
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(x.load(), vec![1], "nothing of the panicking attempt was committed");
+        // The token and the buffers were given back: both kinds of transaction still run.
+        atomically_with(&TxOptions::new().irrevocable_after(0), |tx| tx.write(&x, vec![3]));
+        atomically(|tx| tx.modify(&x, |mut v| { v.push(4); v }));
+        assert_eq!(x.load(), vec![3, 4]);
+    }
+
+    #[test]
+    fn replaced_and_final_values_are_freed() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        #[derive(Clone)]
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let v = TVar::new(Counted(drops.clone()));
+        for _ in 0..100 {
+            atomically(|tx| tx.write(&v, Counted(drops.clone())));
+        }
+        // An aborted attempt frees its pending value at once.
+        let _ = try_atomically(|tx| {
+            tx.write(&v, Counted(drops.clone()))?;
+            tx.retry::<()>()
+        });
+        drop(v);
+        // 1 initial + 100 written + 1 aborted, and each clone made by `drops.clone()` was moved.
+        for _ in 0..10_000 {
+            if drops.load(Ordering::SeqCst) == 102 {
+                break;
+            }
+            crossbeam_epoch::pin().flush();
+            std::thread::yield_now();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 102);
+    }
+}
