@@ -25,11 +25,11 @@
 //! thread panics with a message saying so. Write the inner code as a function of
 //! `&mut Transaction` and call it from the outer closure instead.
 
+use crate::backoff::Backoff;
+use crate::clock::globals;
 use crate::error::{AbortCause, StmError};
 use crate::stats::{self, Local};
 use crate::transaction::{Mode, Transaction};
-use crate::backoff::Backoff;
-use crate::clock::globals;
 
 /// The default number of conflict aborts after which an attempt runs irrevocably.
 pub const DEFAULT_IRREVOCABLE_AFTER: u32 = 16;

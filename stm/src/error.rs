@@ -50,7 +50,9 @@ impl AbortCause {
 
     fn describe(self) -> &'static str {
         match self {
-            AbortCause::ReadConflict => "read conflict (variable locked or newer than the snapshot)",
+            AbortCause::ReadConflict => {
+                "read conflict (variable locked or newer than the snapshot)"
+            }
             AbortCause::LockBusy => "write lock busy at commit",
             AbortCause::CommitValidation => "read set invalidated before commit",
             AbortCause::Irrevocable => "an irrevocable transaction was running at commit",

@@ -188,18 +188,30 @@ impl Stats {
     pub fn abort_ratio(&self) -> f64 {
         let a = self.conflict_aborts();
         let total = a + self.commits;
-        if total == 0 { 0.0 } else { a as f64 / total as f64 }
+        if total == 0 {
+            0.0
+        } else {
+            a as f64 / total as f64
+        }
     }
 
     /// Mean number of reads of a committed transaction.
     pub fn mean_reads(&self) -> f64 {
-        if self.commits == 0 { 0.0 } else { self.reads as f64 / self.commits as f64 }
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.reads as f64 / self.commits as f64
+        }
     }
 
     /// Mean write-set size of a committed transaction that wrote.
     pub fn mean_write_set(&self) -> f64 {
         let w = self.commits - self.read_only_commits;
-        if w == 0 { 0.0 } else { self.write_set as f64 / w as f64 }
+        if w == 0 {
+            0.0
+        } else {
+            self.write_set as f64 / w as f64
+        }
     }
 
     /// The counts accumulated between `earlier` and `self`.

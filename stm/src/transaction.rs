@@ -659,10 +659,21 @@ mod tests {
             })
         }));
         assert!(r.is_err());
-        assert_eq!(x.load(), vec![1], "nothing of the panicking attempt was committed");
+        assert_eq!(
+            x.load(),
+            vec![1],
+            "nothing of the panicking attempt was committed"
+        );
         // The token and the buffers were given back: both kinds of transaction still run.
-        atomically_with(&TxOptions::new().irrevocable_after(0), |tx| tx.write(&x, vec![3]));
-        atomically(|tx| tx.modify(&x, |mut v| { v.push(4); v }));
+        atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+            tx.write(&x, vec![3])
+        });
+        atomically(|tx| {
+            tx.modify(&x, |mut v| {
+                v.push(4);
+                v
+            })
+        });
         assert_eq!(x.load(), vec![3, 4]);
     }
 

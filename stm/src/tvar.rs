@@ -17,12 +17,12 @@
 //!
 //! For small `Copy` values [`TWord`](crate::TWord) avoids the box and the epoch entirely.
 
+use crate::StmError;
 use crate::primitive::{Guard, Ordering};
 use crate::transaction::Transaction;
 use crate::var::{Var, sealed};
 use crate::vlock::{VLock, is_locked};
 use crate::writeset::{Payload, WriteOps};
-use crate::StmError;
 use std::fmt;
 
 /// The pointer to the current value, with its reclamation scheme.
@@ -65,9 +65,7 @@ impl<T> Slot<T> {
         // SAFETY: we own the slot (by value), so no other thread can reach the pointer; it
         // is non-null and was made by `Owned`, so `into_owned` takes back the box once. The
         // `ManuallyDrop` keeps `Drop` from freeing it a second time.
-        let owned = unsafe {
-            std::ptr::read(&this.ptr).into_owned()
-        };
+        let owned = unsafe { std::ptr::read(&this.ptr).into_owned() };
         *owned.into_box()
     }
 }

@@ -11,12 +11,12 @@
 //! [`Word`] says how a type packs into 64 bits; it is implemented for the primitive integer
 //! and float types and `bool`, and user types may implement it (the conversion must round-trip).
 
+use crate::StmError;
 use crate::primitive::{AtomicU64, Guard, Ordering};
 use crate::transaction::Transaction;
 use crate::var::{Var, sealed};
 use crate::vlock::{VLock, is_locked};
 use crate::writeset::{Payload, WriteOps};
-use crate::StmError;
 use std::fmt;
 use std::marker::PhantomData;
 

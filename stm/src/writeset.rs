@@ -271,10 +271,7 @@ mod tests {
             ws.clear();
             assert!(ws.is_empty());
             // Clearing discards the n pending values: n/2 twos and the rest ones.
-            assert_eq!(
-                DISCARDED.load(Ordering::Relaxed),
-                2 * n.div_ceil(2) + n / 2
-            );
+            assert_eq!(DISCARDED.load(Ordering::Relaxed), 2 * n.div_ceil(2) + n / 2);
             assert!(ws.find(&locks[0]).is_none());
         }
     }
