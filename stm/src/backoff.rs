@@ -36,7 +36,7 @@ impl Backoff {
     }
 
     /// How many times [`Backoff::pause`] has run.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn step(&self) -> u32 {
         self.step
     }

@@ -23,6 +23,22 @@
 //! borrowed — and it keeps the model about the protocol (locks, versions, clock), which is the
 //! part loom can check. The epoch-based path is exercised by the `std` stress tests instead.
 //!
+//! **loom's blind spot.** loom 0.7's partial-order reduction remembers only the *last* access
+//! to each atomic. When a thread loads a word and then stores it (every TL2 committer reads the
+//! lock word before its CAS, and reads the variables it writes), its own load replaces another
+//! thread's earlier load as "the last access", and the race between that earlier load and the
+//! store is never explored. (A two-thread probe — one thread loads `a` then `b`, the other loads
+//! both then stores both — yields a single execution.) So under loom every `load` of the
+//! protocol's words is performed as a read-modify-write (`fetch_add(0)`, or `fetch_update`
+//! returning the same pointer), which loom treats as a write and thus as conflicting with every
+//! other access. Stores are done as `swap` for the same reason: loom orders a plain store by
+//! the causality its thread has seen, so beside RMW loads it could place a store before a
+//! concurrent RMW and let a later RMW read the older value — an execution no real machine
+//! has. With every access an RMW, each word's modification order is total and loom explores
+//! exactly the interleavings of the protocol. The price: those loads never read a stale value,
+//! so the models check the protocol's interleavings, not its weak-memory orderings (those rest
+//! on the sequence-lock argument in [`vlock`](crate::vlock)).
+//!
 //! The statistics counters are deliberately *not* switched: they are per-thread `std` atomics
 //! that never influence a decision of the protocol, so loom has nothing to explore there.
 
@@ -54,7 +70,72 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::Ordering;
+
+    /// loom's `AtomicU64` whose `load` and `store` are read-modify-writes (see the module
+    /// essay, "loom's blind spot").
+    pub(crate) struct AtomicU64(loom::sync::atomic::AtomicU64);
+
+    impl AtomicU64 {
+        pub(crate) fn new(v: u64) -> Self {
+            AtomicU64(loom::sync::atomic::AtomicU64::new(v))
+        }
+        #[inline]
+        pub(crate) fn load(&self, order: Ordering) -> u64 {
+            self.0.fetch_add(0, order)
+        }
+        #[inline]
+        pub(crate) fn store(&self, v: u64, order: Ordering) {
+            // A plain store beside RMW loads lets loom order the store before a concurrent
+            // RMW it did not see, so a later RMW could read the older value: stores must be
+            // RMWs too for loom to keep these words' modification order total.
+            self.0.swap(v, order);
+        }
+        #[inline]
+        pub(crate) fn compare_exchange(
+            &self,
+            current: u64,
+            new: u64,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<u64, u64> {
+            self.0.compare_exchange(current, new, success, failure)
+        }
+        #[inline]
+        pub(crate) fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
+            self.0.fetch_add(v, order)
+        }
+        #[inline]
+        pub(crate) fn fetch_or(&self, v: u64, order: Ordering) -> u64 {
+            self.0.fetch_or(v, order)
+        }
+        #[inline]
+        pub(crate) fn fetch_and(&self, v: u64, order: Ordering) -> u64 {
+            self.0.fetch_and(v, order)
+        }
+    }
+
+    /// loom's `AtomicPtr` whose `load` is a read-modify-write, like [`AtomicU64`].
+    pub(crate) struct AtomicPtr<T>(loom::sync::atomic::AtomicPtr<T>);
+
+    impl<T> AtomicPtr<T> {
+        pub(crate) fn new(p: *mut T) -> Self {
+            AtomicPtr(loom::sync::atomic::AtomicPtr::new(p))
+        }
+        #[inline]
+        pub(crate) fn load(&self, order: Ordering) -> *mut T {
+            match self.0.fetch_update(order, order, Some) {
+                Ok(p) | Err(p) => p,
+            }
+        }
+        #[inline]
+        pub(crate) fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
+            self.0.swap(p, order)
+        }
+        pub(crate) fn with_mut<R>(&mut self, f: impl FnOnce(&mut *mut T) -> R) -> R {
+            self.0.with_mut(f)
+        }
+    }
 
     /// Under loom nothing is reclaimed while a `TVar` lives, so the guard is empty; it still
     /// ties the lifetime of a reference to the transaction attempt, as the real one does.

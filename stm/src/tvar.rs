@@ -42,7 +42,7 @@ impl<T> Slot<T> {
     /// The current value. `Acquire` pairs with the `Release` half of [`Slot::install`]'s swap,
     /// so the boxed value's contents are visible.
     #[inline]
-    fn load<'g>(&self, guard: &'g Guard) -> *const T {
+    fn load(&self, guard: &Guard) -> *const T {
         self.ptr.load(Ordering::Acquire, guard).as_raw()
     }
 
@@ -104,7 +104,7 @@ impl<T> Slot<T> {
     }
 
     #[inline]
-    fn load<'g>(&self, _guard: &'g Guard) -> *const T {
+    fn load(&self, _guard: &Guard) -> *const T {
         self.ptr.load(Ordering::Acquire)
     }
 

@@ -131,7 +131,7 @@ impl<T: Word> TWord<T> {
 
     const OPS: WriteOps = WriteOps {
         install: install::<T>,
-        discard: discard,
+        discard,
     };
 }
 
