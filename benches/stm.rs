@@ -52,7 +52,7 @@ trait Workload: Sync {
 }
 
 /// Runs `ops` operations spread over `threads` threads; returns the wall time.
-fn run<W: Workload>(w: &W, threads: usize, ops: u64) -> Duration {
+fn run<W: Workload + ?Sized>(w: &W, threads: usize, ops: u64) -> Duration {
     let per_thread = ops.div_ceil(threads as u64);
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -471,35 +471,57 @@ fn benches(c: &mut Criterion) {
 
 // ---------------------------------------------------------------- headline figures
 
-/// Operations per second of `w` on `threads` threads over about `secs` seconds.
-fn ops_per_second<W: Workload>(w: &W, threads: usize, secs: f64) -> f64 {
-    // Calibrate, then measure.
-    let mut ops = 10_000u64;
-    loop {
-        let t = run(w, threads, ops).as_secs_f64();
-        if t > secs / 4.0 {
-            break;
-        }
-        ops *= 4;
+/// Operations per second of `w` on `threads` threads: the best of `rounds` runs of about
+/// 0.1 s each (the best, because on a shared machine other processes only ever slow a run
+/// down).
+fn ops_per_second<W: Workload + ?Sized>(w: &W, threads: usize, rounds: usize) -> f64 {
+    let mut ops = 1_000u64;
+    while run(w, threads, ops).as_secs_f64() < 0.02 {
+        ops *= 2;
     }
-    let t = run(w, threads, ops).as_secs_f64();
-    ops as f64 / t
+    ops *= 5;
+    (0..rounds)
+        .map(|_| ops as f64 / run(w, threads, ops).as_secs_f64())
+        .fold(0.0, f64::max)
+}
+
+/// Read-only audits of every account, nothing else.
+struct AuditOnly<'a>(&'a [TWord<i64>]);
+
+impl Workload for AuditOnly<'_> {
+    fn op(&self, _rng: &mut Rng) {
+        let total = atomically_with(&TxOptions::new().read_only(true), |tx| {
+            let mut sum = 0;
+            for a in self.0 {
+                sum += tx.read(a)?;
+            }
+            Ok(sum)
+        });
+        assert_eq!(total, INITIAL * self.0.len() as i64);
+    }
 }
 
 fn figures() {
-    println!("single thread, bank of 1024 accounts, transactions per second:");
+    const ROUNDS: usize = 7;
+    println!("single thread, bank of 1024 accounts, transactions per second (best of {ROUNDS}):");
     for audits in [false, true] {
         let label = if audits { "80% transfers + 20% audits" } else { "transfers only" };
-        let mut results = Vec::new();
-        for (name, w) in banks(1024, audits) {
-            if matches!(name, "stm" | "stm-boxed" | "mutex-per-account" | "stm-core") {
-                let tps = ops_per_second(&w, 1, 1.0);
-                results.push((name, tps));
+        let cases: Vec<_> = banks(1024, audits)
+            .into_iter()
+            .filter(|(n, _)| matches!(*n, "stm" | "stm-boxed" | "mutex-per-account" | "stm-core"))
+            .collect();
+        // Interleave the cases round by round, so that a burst of load elsewhere hits all.
+        let mut best = vec![0.0f64; cases.len()];
+        for _ in 0..ROUNDS {
+            for (i, (_, w)) in cases.iter().enumerate() {
+                best[i] = best[i].max(ops_per_second(&**w, 1, 1));
             }
         }
-        let get = |n: &str| results.iter().find(|r| r.0 == n).map_or(f64::NAN, |r| r.1);
-        for (name, tps) in &results {
-            println!("  {label:28} {name:18} {tps:>14.0} tx/s");
+        let get = |n: &str| {
+            cases.iter().position(|c| c.0 == n).map_or(f64::NAN, |i| best[i])
+        };
+        for (i, (name, _)) in cases.iter().enumerate() {
+            println!("  {label:28} {name:18} {:>14.0} tx/s", best[i]);
         }
         println!(
             "  {label:28} stm / mutex-per-account = {:.2}, stm / stm-core = {:.1}",
@@ -507,26 +529,41 @@ fn figures() {
             get("stm") / get("stm-core")
         );
     }
-    println!("abort ratio a/(a+c) of the STM at 2 threads (80% transfers + 20% audits):");
+    let accounts: Vec<TWord<i64>> = (0..1024).map(|_| TWord::new(INITIAL)).collect();
+    let audits = ops_per_second(&AuditOnly(&accounts), 1, ROUNDS);
+    println!(
+        "  read-only audit of 1024 TWords: {:.0} audits/s = {:.2} ns per transactional read",
+        audits,
+        1e9 / (audits * 1024.0)
+    );
+    println!("abort ratio a/(a+c) of the STM at 2 threads (80% transfers + 20% audits, ~1 s):");
     for n in [1024, 16] {
         let w = StmBank {
             accounts: (0..n).map(|_| TWord::new(INITIAL)).collect(),
             audits: true,
         };
         let before = stats();
-        let tps = ops_per_second(&w, 2, 1.0);
+        let tps = ops_per_second(&w, 2, 10);
         let d = stats().since(&before);
         println!(
-            "  {n:5} accounts: abort ratio {:.5} ({} aborts / {} commits, {} irrevocable), {tps:.0} tx/s",
+            "  {n:5} accounts: abort ratio {:.5} ({} aborts / {} commits, {} irrevocable, {} extensions), best {tps:.0} tx/s",
             d.abort_ratio(),
             d.conflict_aborts(),
             d.commits,
-            d.irrevocable_commits
+            d.irrevocable_commits,
+            d.extensions
         );
     }
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--profile-transfers") {
+        // For `perf record`: STM transfers only, one thread, a few seconds.
+        let w = banks(1024, false).swap_remove(0).1;
+        let t = run(&*w, 1, 20_000_000);
+        println!("{:.1} ns per transfer", t.as_secs_f64() * 1e9 / 2e7);
+        return;
+    }
     if std::env::args().any(|a| a == "--figures") {
         figures();
         return;

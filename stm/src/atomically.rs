@@ -28,7 +28,7 @@
 use crate::backoff::Backoff;
 use crate::clock::globals;
 use crate::error::{AbortCause, StmError};
-use crate::stats::{self, Local};
+use crate::stats;
 use crate::transaction::{Mode, Transaction};
 
 /// The default number of conflict aborts after which an attempt runs irrevocably.
@@ -114,9 +114,9 @@ where
     F: FnMut(&mut Transaction<'env>) -> Result<R, StmError>,
 {
     let mut tx = Transaction::new();
-    let mut local: Local = Default::default();
     let mut backoff = Backoff::new();
     let mut conflicts = 0u32;
+    let mut track_reads = false;
     let mut mode = if options.read_only {
         Mode::ReadOnly
     } else {
@@ -128,16 +128,15 @@ where
         } else {
             mode
         };
-        tx.begin(attempt_mode);
+        tx.begin(attempt_mode, track_reads);
         match attempt(&mut tx, &mut f) {
             Ok(r) => {
-                count_commit(&tx, &mut local);
+                count_commit(&tx);
                 tx.finish();
-                stats::add(&local);
                 return r;
             }
             Err(cause) => {
-                local[stats::abort_index(cause)] += 1;
+                tx.stats_block().bump(stats::abort_index(cause), 1);
                 if tx.mode() == Mode::ReadWrite && attempt_mode == Mode::ReadOnly {
                     // Upgraded in place (wrote before reading): stay read-write.
                     mode = Mode::ReadWrite;
@@ -151,6 +150,9 @@ where
                     | AbortCause::LockBusy
                     | AbortCause::CommitValidation => {
                         conflicts += 1;
+                        // A read-only retry keeps a read set, so that it can extend its
+                        // snapshot instead of aborting again.
+                        track_reads = true;
                         backoff.pause();
                     }
                 }
@@ -173,15 +175,13 @@ where
     F: FnMut(&mut Transaction<'env>) -> Result<R, StmError>,
 {
     let mut tx = Transaction::new();
-    let mut local: Local = Default::default();
-    tx.begin(Mode::ReadWrite);
+    tx.begin(Mode::ReadWrite, false);
     let out = attempt(&mut tx, &mut f);
     match out {
-        Ok(_) => count_commit(&tx, &mut local),
-        Err(cause) => local[stats::abort_index(cause)] += 1,
+        Ok(_) => count_commit(&tx),
+        Err(cause) => tx.stats_block().bump(stats::abort_index(cause), 1),
     }
     tx.finish();
-    stats::add(&local);
     out.map_err(StmError::new)
 }
 
@@ -197,16 +197,29 @@ where
     }
 }
 
-fn count_commit(tx: &Transaction<'_>, local: &mut Local) {
-    local[stats::COMMITS] += 1;
-    local[stats::READS] += tx.reads_done();
-    local[stats::READ_SET] += tx.read_set_len() as u64;
+/// Counts a committed attempt in this thread's statistics block.
+#[inline]
+fn count_commit(tx: &Transaction<'_>) {
+    let block = tx.stats_block();
+    block.bump(stats::COMMITS, 1);
+    let reads = tx.reads_done();
+    if reads != 0 {
+        block.bump(stats::READS, reads);
+    }
+    let read_set = tx.read_set_len() as u64;
+    if read_set != 0 {
+        block.bump(stats::READ_SET, read_set);
+    }
+    if tx.extensions() != 0 {
+        block.bump(stats::EXTENSIONS, tx.extensions());
+    }
     let w = tx.write_set_len() as u64;
-    local[stats::WRITE_SET] += w;
     if w == 0 {
-        local[stats::READ_ONLY_COMMITS] += 1;
+        block.bump(stats::READ_ONLY_COMMITS, 1);
+    } else {
+        block.bump(stats::WRITE_SET, w);
     }
     if tx.mode() == Mode::Irrevocable {
-        local[stats::IRREVOCABLE_COMMITS] += 1;
+        block.bump(stats::IRREVOCABLE_COMMITS, 1);
     }
 }

@@ -3,8 +3,9 @@
 //! Seed 004 (parallel transactional ODE) judges its STM by the abort ratio and the read- and
 //! write-set sizes; the engine's benchmarks report the same figures. Counting must not add
 //! contention to the very thing it measures, so each thread owns a block of counters that only
-//! it writes (a relaxed load and store, no atomic read-modify-write, no shared cache line), and
-//! a transaction adds its counts to the block once, when its `atomically` call ends. Blocks are
+//! it writes (a relaxed load and store, no atomic read-modify-write, no shared cache line),
+//! reached through the transaction's thread-local buffers; a commit adds a handful of counts,
+//! an abort one. Blocks are
 //! registered in a global list; [`stats`] sums them under the list's mutex, and a thread that
 //! exits folds its block into a "retired" total. [`reset_stats`] does not write to other threads'
 //! blocks (that would race with their owners); it records a baseline that later snapshots
@@ -24,7 +25,8 @@ pub(crate) const IRREVOCABLE_COMMITS: usize = 2;
 pub(crate) const READS: usize = 3;
 pub(crate) const READ_SET: usize = 4;
 pub(crate) const WRITE_SET: usize = 5;
-const ABORTS: usize = 6;
+pub(crate) const EXTENSIONS: usize = 6;
+const ABORTS: usize = 7;
 const N: usize = ABORTS + AbortCause::ALL.len();
 
 pub(crate) fn abort_index(cause: AbortCause) -> usize {
@@ -39,10 +41,19 @@ pub(crate) fn abort_index(cause: AbortCause) -> usize {
         }
 }
 
-/// Counts of one `atomically` call, added to the thread's block at the end.
-pub(crate) type Local = [u64; N];
+/// One thread's counters.
+pub(crate) struct Block([AtomicU64; N]);
 
-struct Block([AtomicU64; N]);
+impl Block {
+    /// Adds `v` to counter `i`. Only the owning thread calls this.
+    #[inline(always)]
+    pub(crate) fn bump(&self, i: usize, v: u64) {
+        let c = &self.0[i];
+        // Only this thread writes its block: load + store is exact and cheaper than an
+        // atomic add.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+    }
+}
 
 struct Registry {
     live: Vec<Arc<Block>>,
@@ -86,17 +97,13 @@ std::thread_local! {
     static HANDLE: Handle = Handle::register();
 }
 
-/// Adds one call's counts to this thread's block.
-pub(crate) fn add(local: &Local) {
-    let _ = HANDLE.try_with(|h| {
-        for (c, &v) in h.0.0.iter().zip(local) {
-            if v != 0 {
-                // Only this thread writes its block: load + store is exact and cheaper than
-                // an atomic add.
-                c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
-            }
-        }
-    });
+/// This thread's block (kept by the transaction buffers, so that a transaction reaches its
+/// counters without a second thread-local lookup). During thread teardown, a fresh
+/// unregistered block: counts of transactions run by thread-local destructors are dropped.
+pub(crate) fn this_thread_block() -> Arc<Block> {
+    HANDLE
+        .try_with(|h| h.0.clone())
+        .unwrap_or_else(|_| Arc::new(Block(std::array::from_fn(|_| AtomicU64::new(0)))))
 }
 
 fn totals(r: &Registry) -> [u64; N] {
@@ -125,6 +132,9 @@ pub struct Stats {
     pub read_set: u64,
     /// Write-set entries of committed attempts (sum; [`Stats::mean_write_set`]).
     pub write_set: u64,
+    /// Snapshot extensions: reads that found a newer version and, instead of aborting, moved
+    /// the snapshot forward after checking that nothing read so far had changed.
+    pub extensions: u64,
     /// Aborts because a read found a locked or newer variable.
     pub aborts_read_conflict: u64,
     /// Aborts because a write lock stayed busy at commit.
@@ -149,6 +159,7 @@ impl Stats {
             reads: c[READS],
             read_set: c[READ_SET],
             write_set: c[WRITE_SET],
+            extensions: c[EXTENSIONS],
             aborts_read_conflict: a(AbortCause::ReadConflict),
             aborts_lock_busy: a(AbortCause::LockBusy),
             aborts_commit_validation: a(AbortCause::CommitValidation),
@@ -224,6 +235,7 @@ impl Stats {
             reads: d(self.reads, earlier.reads),
             read_set: d(self.read_set, earlier.read_set),
             write_set: d(self.write_set, earlier.write_set),
+            extensions: d(self.extensions, earlier.extensions),
             aborts_read_conflict: d(self.aborts_read_conflict, earlier.aborts_read_conflict),
             aborts_lock_busy: d(self.aborts_lock_busy, earlier.aborts_lock_busy),
             aborts_commit_validation: d(

@@ -47,8 +47,11 @@ use crate::tword::{TWord, Word};
 use crate::var::Var;
 use crate::vlock::{VLock, is_locked, version};
 use crate::writeset::{Payload, WriteOps, WriteSet};
-use std::cell::Cell;
+use crate::stats;
+use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// How many times a committer retries a busy write lock before aborting.
 #[cfg(not(loom))]
@@ -67,16 +70,34 @@ pub(crate) enum Mode {
     Irrevocable,
 }
 
-/// The reusable per-thread buffers of a transaction.
-#[derive(Default)]
+/// The reusable per-thread buffers of a transaction, and the thread's statistics block.
 struct Buffers {
     reads: Vec<*const VLock>,
     writes: WriteSet,
+    stats: Arc<stats::Block>,
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Buffers {
+            reads: Vec::new(),
+            writes: WriteSet::default(),
+            stats: stats::this_thread_block(),
+        }
+    }
+}
+
+/// A thread's buffers, lent to one transaction at a time.
+struct ThreadBuffers {
+    in_use: Cell<bool>,
+    bufs: UnsafeCell<Buffers>,
 }
 
 stm_thread_local! {
-    /// `None` while a transaction of this thread runs (so nesting is detected).
-    static BUFFERS: Cell<Option<Buffers>> = Cell::new(Some(Buffers::default()));
+    static BUFFERS: ThreadBuffers = ThreadBuffers {
+        in_use: Cell::new(false),
+        bufs: UnsafeCell::new(Buffers::new()),
+    };
 }
 
 /// A transaction attempt, handed to the closure given to [`atomically`](crate::atomically).
@@ -89,52 +110,92 @@ pub struct Transaction<'env> {
     mode: Mode,
     doomed: Option<AbortCause>,
     holds_token: bool,
+    /// Keep a read set although read-only (a retry of a read-only transaction, so that its
+    /// snapshot can be extended).
+    track_reads: bool,
     nreads: u64,
-    reads: Vec<*const VLock>,
-    writes: WriteSet,
+    extensions: u64,
+    /// The buffers: this thread's (borrowed from the thread-local, marked in use), or, during
+    /// thread teardown when the thread-local is gone, a private heap copy.
+    bufs: NonNull<Buffers>,
+    /// The thread-local the buffers were borrowed from; null for a private copy.
+    lender: *const ThreadBuffers,
     guard: Option<Guard>,
     _env: PhantomData<*mut &'env ()>,
 }
 
+/// Why a read could not be served from the snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadFail {
+    /// Locked by a committer (and still locked after a short wait).
+    Locked,
+    /// Written after the snapshot (version > rv): the snapshot may be extended.
+    Stale,
+    /// Changed while it was being read.
+    Changed,
+}
+
+/// How many times a reader re-checks a locked variable before giving up (the holder is
+/// committing and will release it within a few hundred instructions, unless descheduled).
+#[cfg(not(loom))]
+const READ_LOCK_SPINS: u32 = 32;
+#[cfg(loom)]
+const READ_LOCK_SPINS: u32 = 0;
+
 /// The read protocol of one variable (see the module essay). `load` reads the payload.
-#[inline]
+#[inline(always)]
 fn validated_load<P>(
     rv: u64,
     mode: Mode,
     lock: &VLock,
     load: impl Fn() -> P,
-) -> Result<P, AbortCause> {
+) -> Result<P, ReadFail> {
     if mode == Mode::Irrevocable {
-        // No commit can stamp a version newer than our start any more; wait out committers
-        // that locked before the irrevocable bit was set.
-        let mut spins = 0;
-        loop {
-            let w1 = lock.load();
-            if !is_locked(w1) {
-                let p = load();
-                if lock.load() == w1 {
-                    return Ok(p);
-                }
-            }
-            relax(&mut spins);
-        }
+        return Ok(irrevocable_load(lock, load));
     }
-    let w1 = lock.load();
+    let mut w1 = lock.load();
     if cfg!(timewarp_stm_broken = "no_read_validation") {
         // Deliberately broken (negative control): no version check, no re-check.
         if is_locked(w1) {
-            return Err(AbortCause::ReadConflict);
+            return Err(ReadFail::Locked);
         }
         return Ok(load());
     }
-    if is_locked(w1) || version(w1) > rv {
-        return Err(AbortCause::ReadConflict);
+    let mut spins = 0;
+    while is_locked(w1) {
+        if spins >= READ_LOCK_SPINS {
+            return Err(ReadFail::Locked);
+        }
+        spins += 1;
+        spin_loop();
+        w1 = lock.load();
+    }
+    if version(w1) > rv {
+        return Err(ReadFail::Stale);
     }
     let p = load();
     if lock.load() != w1 {
-        return Err(AbortCause::ReadConflict);
+        return Err(ReadFail::Changed);
     }
     Ok(p)
+}
+
+/// The read of an irrevocable attempt. No commit can stamp a version newer than its start any
+/// more; it only waits out committers that locked before the irrevocable bit was set.
+#[cold]
+#[inline(never)]
+fn irrevocable_load<P>(lock: &VLock, load: impl Fn() -> P) -> P {
+    let mut spins = 0;
+    loop {
+        let w1 = lock.load();
+        if !is_locked(w1) {
+            let p = load();
+            if lock.load() == w1 {
+                return p;
+            }
+        }
+        relax(&mut spins);
+    }
 }
 
 /// Locks `lock` with a bounded spin; returns the unlocked word it replaced.
@@ -171,34 +232,78 @@ fn lock_unbounded(lock: &VLock) -> u64 {
 }
 
 impl<'env> Transaction<'env> {
-    /// Takes this thread's buffers. Panics if a transaction already runs on this thread.
+    /// Borrows this thread's buffers. Panics if a transaction already runs on this thread.
     pub(crate) fn new() -> Self {
-        let bufs = BUFFERS.with(Cell::take).unwrap_or_else(|| {
-            panic!(
-                "timewarp-stm: `atomically` was called inside a transaction on the same thread; \
-                 transactions do not nest (compose the inner code as a function of `&mut Transaction`)"
-            )
-        });
+        let lender = BUFFERS
+            .try_with(|tb| {
+                if tb.in_use.replace(true) {
+                    panic!(
+                        "timewarp-stm: `atomically` was called inside a transaction on the same \
+                         thread; transactions do not nest (compose the inner code as a function \
+                         of `&mut Transaction`)"
+                    );
+                }
+                tb as *const ThreadBuffers
+            })
+            .ok();
+        let (bufs, lender) = match lender {
+            // SAFETY: `lender` is this thread's live thread-local; `in_use` now marks its
+            // buffers as lent to us alone until `drop` clears it.
+            Some(tb) => (unsafe { NonNull::new_unchecked((*tb).bufs.get()) }, tb),
+            None => (
+                NonNull::from(Box::leak(Box::new(Buffers::new()))),
+                std::ptr::null(),
+            ),
+        };
         Transaction {
             rv: 0,
             mode: Mode::ReadWrite,
             doomed: None,
             holds_token: false,
+            track_reads: false,
             nreads: 0,
-            reads: bufs.reads,
-            writes: bufs.writes,
+            extensions: 0,
+            bufs,
+            lender,
             guard: None,
             _env: PhantomData,
         }
     }
 
-    /// Starts an attempt in `mode`. For `Irrevocable`, waits for the token.
-    pub(crate) fn begin(&mut self, mode: Mode) {
-        debug_assert!(self.reads.is_empty() && self.writes.is_empty() && !self.holds_token);
+    /// The buffers.
+    #[inline(always)]
+    fn b(&self) -> &Buffers {
+        // SAFETY: `bufs` is valid for the transaction's life (a thread-local of this thread,
+        // which a `!Send` transaction cannot outlive, or our own box) and lent to us alone
+        // (`in_use`); `&self` makes this borrow shared with no `&mut` alive.
+        unsafe { self.bufs.as_ref() }
+    }
+
+    /// The buffers, mutably.
+    #[inline(always)]
+    fn bm(&mut self) -> &mut Buffers {
+        // SAFETY: as in `b`; `&mut self` makes this the only borrow.
+        unsafe { self.bufs.as_mut() }
+    }
+
+    /// The buffers and the guard, for the commit's write-back.
+    #[inline(always)]
+    fn parts(&mut self) -> (&mut Buffers, Option<&Guard>) {
+        // SAFETY: as in `bm`; the buffers are not part of `self`, so borrowing `self.guard`
+        // beside them does not alias.
+        (unsafe { self.bufs.as_mut() }, self.guard.as_ref())
+    }
+
+    /// Starts an attempt in `mode`. For `Irrevocable`, waits for the token. A read-only
+    /// attempt with `track_reads` keeps a read set so that its snapshot can be extended.
+    pub(crate) fn begin(&mut self, mode: Mode, track_reads: bool) {
+        debug_assert!(self.b().reads.is_empty() && self.b().writes.is_empty() && !self.holds_token);
         self.mode = mode;
+        self.track_reads = track_reads;
         self.doomed = None;
         self.nreads = 0;
-        self.guard = Some(pin());
+        self.extensions = 0;
+        debug_assert!(self.guard.is_none());
         if mode == Mode::Irrevocable {
             self.rv = globals().acquire_irrevocable();
             self.holds_token = true;
@@ -210,8 +315,9 @@ impl<'env> Transaction<'env> {
     /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
     /// and gives the irrevocability token back.
     pub(crate) fn finish(&mut self) {
-        self.reads.clear();
-        self.writes.clear();
+        let b = self.bm();
+        b.reads.clear();
+        b.writes.clear();
         self.guard = None;
         if self.holds_token {
             self.holds_token = false;
@@ -227,16 +333,62 @@ impl<'env> Transaction<'env> {
         self.nreads
     }
 
+    pub(crate) fn extensions(&self) -> u64 {
+        self.extensions
+    }
+
+    /// This thread's statistics block.
+    pub(crate) fn stats_block(&self) -> &stats::Block {
+        &self.b().stats
+    }
+
+    /// Pins the thread for the rest of the attempt (needed only for `TVar` values; an attempt
+    /// that touches only `TWord`s never pins).
+    #[inline]
+    pub(crate) fn ensure_pinned(&mut self) {
+        if self.guard.is_none() {
+            self.guard = Some(pin());
+        }
+    }
+
+    /// Tries to move the snapshot forward to now (timestamp extension, as in LSA and TinySTM):
+    /// possible when every variable read so far is still unchanged, which the read set can
+    /// tell. A read-only first attempt has no read set and can extend only before its first
+    /// read.
+    #[cold]
+    #[inline(never)]
+    fn try_extend(&mut self) -> bool {
+        let tracked = self.mode == Mode::ReadWrite || self.track_reads;
+        if !tracked && self.nreads > 0 {
+            return false;
+        }
+        // Sample first, validate after: everything is unchanged at validation time, which is
+        // after the new snapshot's time, so the reads belong to the new snapshot too.
+        let new_rv = globals().read_version();
+        let rv = self.rv;
+        let valid = self.b().reads.iter().all(|&lock| {
+            // SAFETY: read-set locks belong to variables borrowed for 'env.
+            let w = unsafe { &*lock }.load();
+            !is_locked(w) && version(w) <= rv
+        });
+        if valid {
+            self.rv = new_rv;
+            self.extensions += 1;
+        }
+        valid
+    }
+
     pub(crate) fn read_set_len(&self) -> usize {
-        self.reads.len()
+        self.b().reads.len()
     }
 
     pub(crate) fn write_set_len(&self) -> usize {
-        self.writes.len()
+        self.b().writes.len()
     }
 
     /// Marks the attempt as failed and returns the error to propagate.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn doom(&mut self, cause: AbortCause) -> StmError {
         if self.doomed.is_none() {
             self.doomed = Some(cause);
@@ -260,8 +412,8 @@ impl<'env> Transaction<'env> {
     #[inline]
     fn note_read(&mut self, lock: &VLock) {
         self.nreads += 1;
-        if self.mode == Mode::ReadWrite {
-            self.reads.push(lock);
+        if self.mode == Mode::ReadWrite || self.track_reads {
+            self.bm().reads.push(lock);
         }
     }
 
@@ -301,8 +453,8 @@ impl<'env> Transaction<'env> {
     {
         self.check_alive()?;
         let lock = var.lock();
-        if let Some(i) = self.writes.find(lock) {
-            return match self.writes.payload(i) {
+        if let Some(i) = self.b().writes.find(lock) {
+            return match self.b().writes.payload(i) {
                 // SAFETY: the entry for this lock was made by `TVar::<T>::tx_write` (a lock
                 // belongs to exactly one variable), so `p` is an owned, live `Box<T>` that
                 // stays put until the write set is cleared, after the closure returns.
@@ -310,39 +462,46 @@ impl<'env> Transaction<'env> {
                 Payload::Bits(_) => unreachable!("a TVar's pending write is always boxed"),
             };
         }
-        let Some(guard) = self.guard.as_ref() else {
-            unreachable!("an attempt is always pinned")
-        };
-        match validated_load(self.rv, self.mode, lock, || var.load_ptr(guard)) {
-            Ok(p) => {
-                self.note_read(lock);
-                // SAFETY: `p` was the published value while the lock word held an unlocked
-                // version <= rv (or, irrevocably, unlocked and unchanged); published values are
-                // never mutated, and it cannot be freed before `self.guard` unpins, which
-                // happens in `finish`, after the closure (and thus `f`) has returned.
-                Ok(f(unsafe { &*p }))
+        self.ensure_pinned();
+        loop {
+            let Some(guard) = self.guard.as_ref() else {
+                unreachable!("pinned just above")
+            };
+            match validated_load(self.rv, self.mode, lock, || var.load_ptr(guard)) {
+                Ok(p) => {
+                    self.note_read(lock);
+                    // SAFETY: `p` was the published value while the lock word held an unlocked
+                    // version <= rv (or, irrevocably, unlocked and unchanged); published values
+                    // are never mutated, and it cannot be freed before `self.guard` unpins,
+                    // which happens in `finish`, after the closure (and thus `f`) has returned.
+                    return Ok(f(unsafe { &*p }));
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
             }
-            Err(c) => Err(self.doom(c)),
         }
     }
 
     /// The inline read of a [`TWord`]: its 64 bits.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read_word<T: Word>(&mut self, var: &'env TWord<T>) -> Result<u64, StmError> {
         self.check_alive()?;
         let lock = var.lock();
-        if let Some(i) = self.writes.find(lock) {
-            return match self.writes.payload(i) {
+        if let Some(i) = self.b().writes.find(lock) {
+            return match self.b().writes.payload(i) {
                 Payload::Bits(b) => Ok(b),
                 Payload::Boxed(_) => unreachable!("a TWord's pending write is always inline"),
             };
         }
-        match validated_load(self.rv, self.mode, lock, || var.load_bits()) {
-            Ok(bits) => {
-                self.note_read(lock);
-                Ok(bits)
+        loop {
+            match validated_load(self.rv, self.mode, lock, || var.load_bits()) {
+                Ok(bits) => {
+                    self.note_read(lock);
+                    return Ok(bits);
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
             }
-            Err(c) => Err(self.doom(c)),
         }
     }
 
@@ -369,7 +528,7 @@ impl<'env> Transaction<'env> {
         payload: Payload,
         ops: &'static WriteOps,
     ) {
-        self.writes.insert(lock, target, payload, ops);
+        self.bm().writes.insert(lock, target, payload, ops);
     }
 
     /// Abandons this attempt and runs the transaction again (after a back-off). This is not
@@ -393,7 +552,7 @@ impl<'env> Transaction<'env> {
         if let Some(c) = self.doomed {
             return Err(c);
         }
-        if self.writes.is_empty() {
+        if self.b().writes.is_empty() {
             // Every read was of the snapshot at rv: serialised at rv.
             return Ok(());
         }
@@ -401,14 +560,14 @@ impl<'env> Transaction<'env> {
             self.commit_irrevocable();
             return Ok(());
         }
-        self.writes.sort_for_commit();
-        debug_assert_eq!(self.writes.validate(), Ok(()));
-        let n = self.writes.len();
+        self.bm().writes.sort_for_commit();
+        debug_assert_eq!(self.b().writes.validate(), Ok(()));
+        let n = self.b().writes.len();
         for i in 0..n {
             // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
-            let lock = unsafe { &*self.writes.entries()[i].lock };
+            let lock = unsafe { &*self.b().writes.entries()[i].lock };
             match lock_bounded(lock) {
-                Some(seen) => self.writes.entries_mut()[i].seen = seen,
+                Some(seen) => self.bm().writes.entries_mut()[i].seen = seen,
                 None => {
                     self.release_locks(i);
                     return Err(AbortCause::LockBusy);
@@ -432,7 +591,7 @@ impl<'env> Transaction<'env> {
 
     /// Restores the first `n` (locked) entries' lock words.
     fn release_locks(&self, n: usize) {
-        for e in &self.writes.entries()[..n] {
+        for e in &self.b().writes.entries()[..n] {
             // SAFETY: as in `commit`; we hold this lock and restore the word we replaced.
             unsafe { &*e.lock }.restore(e.seen);
         }
@@ -440,12 +599,13 @@ impl<'env> Transaction<'env> {
 
     /// TL2 commit-time validation (see the module essay, step 3).
     fn validate_read_set(&self) -> bool {
-        self.reads.iter().all(|&lock| {
+        let b = self.b();
+        b.reads.iter().all(|&lock| {
             // SAFETY: read-set locks belong to variables borrowed for 'env.
             let w = unsafe { &*lock }.load();
             if is_locked(w) {
-                match self.writes.find(lock) {
-                    Some(i) => version(self.writes.entries()[i].seen) <= self.rv,
+                match b.writes.find(lock) {
+                    Some(i) => version(b.writes.entries()[i].seen) <= self.rv,
                     None => false,
                 }
             } else {
@@ -456,10 +616,8 @@ impl<'env> Transaction<'env> {
 
     /// Publishes every pending value and releases its lock stamped with `wv`.
     fn write_back(&mut self, wv: u64) {
-        let Some(guard) = self.guard.as_ref() else {
-            unreachable!("an attempt is always pinned")
-        };
-        for e in self.writes.entries_mut() {
+        let (b, guard) = self.parts();
+        for e in b.writes.entries_mut() {
             let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
             // SAFETY: `e.target` is the variable this entry was made for (borrowed for 'env),
             // `payload` was made by its `tx_write` and is installed once (the entry now holds
@@ -472,8 +630,8 @@ impl<'env> Transaction<'env> {
 
     /// The commit of an irrevocable attempt: cannot fail.
     fn commit_irrevocable(&mut self) {
-        self.writes.sort_for_commit();
-        for e in self.writes.entries_mut() {
+        self.bm().writes.sort_for_commit();
+        for e in self.bm().writes.entries_mut() {
             // SAFETY: the lock belongs to a variable borrowed for 'env.
             e.seen = lock_unbounded(unsafe { &*e.lock });
         }
@@ -485,12 +643,13 @@ impl<'env> Transaction<'env> {
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         self.finish();
-        let bufs = Buffers {
-            reads: std::mem::take(&mut self.reads),
-            writes: std::mem::take(&mut self.writes),
-        };
-        // During thread teardown the thread-local may be gone; then the buffers are dropped.
-        let _ = BUFFERS.try_with(|b| b.set(Some(bufs)));
+        if self.lender.is_null() {
+            // SAFETY: a null lender means `bufs` is the box leaked in `new`; freed once here.
+            drop(unsafe { Box::from_raw(self.bufs.as_ptr()) });
+        } else {
+            // SAFETY: `lender` is this thread's thread-local, alive while we run on it.
+            unsafe { (*self.lender).in_use.set(false) };
+        }
     }
 }
 
@@ -578,7 +737,12 @@ mod tests {
         let r = try_atomically(|tx| {
             let _ = tx.read(&x)?;
             std::thread::scope(|s| {
-                s.spawn(|| atomically(|tx2| tx2.write(&y, 7)));
+                s.spawn(|| {
+                    atomically(|tx2| {
+                        tx2.write(&x, 7)?;
+                        tx2.write(&y, 7)
+                    })
+                });
             });
             // Swallow the conflict and carry on: everything after must fail too.
             assert!(tx.read(&y).is_err());
@@ -587,7 +751,32 @@ mod tests {
             Ok(())
         });
         assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::ReadConflict));
-        assert_eq!(x.load(), 0);
+        assert_eq!(x.load(), 7);
+    }
+
+    #[test]
+    fn a_snapshot_is_extended_when_nothing_read_has_changed() {
+        let x = TWord::new(1u64);
+        let y = TWord::new(2u64);
+        let z = TVar::new(0u64);
+        let before = thread_stats();
+        let r = try_atomically(|tx| {
+            let a = tx.read(&x)?;
+            // Another transaction writes y (not x) after our snapshot was taken.
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx2| tx2.write(&y, 20)));
+            });
+            // y is newer than the snapshot, but x is unchanged: the snapshot moves forward
+            // and the read sees the committed 20 (x = 1, y = 20 is a state that existed).
+            let b = tx.read(&y)?;
+            tx.write(&z, a + b)?;
+            Ok((a, b))
+        });
+        assert_eq!(r, Ok((1, 20)));
+        assert_eq!(z.load(), 21);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.extensions, 1);
+        assert_eq!(d.commits, 1);
     }
 
     #[test]

@@ -214,8 +214,11 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
 unsafe fn install<T: Clone + Send + Sync + 'static>(
     target: *const (),
     payload: Payload,
-    guard: &Guard,
+    guard: Option<&Guard>,
 ) {
+    let Some(guard) = guard else {
+        unreachable!("a transaction that wrote a TVar is pinned")
+    };
     if let Payload::Boxed(p) = payload {
         // SAFETY: per the contract, `target` points to a live `TVar<T>` (borrowed for 'env by
         // the transaction) and `p` is an owned `Box<T>` that we take back exactly once.
@@ -245,6 +248,7 @@ impl<T: Clone + Send + Sync + 'static> Var for TVar<T> {
     #[inline]
     fn tx_write<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> Result<(), StmError> {
         tx.check_writable()?;
+        tx.ensure_pinned();
         let boxed = Box::into_raw(Box::new(value)) as *mut ();
         tx.buffer_write(
             &self.lock,

@@ -136,7 +136,7 @@ impl<T: Word> TWord<T> {
 }
 
 /// SAFETY contract: see [`WriteOps::install`]; `target` is a live `TWord<T>`.
-unsafe fn install<T: Word>(target: *const (), payload: Payload, _guard: &Guard) {
+unsafe fn install<T: Word>(target: *const (), payload: Payload, _guard: Option<&Guard>) {
     if let Payload::Bits(bits) = payload {
         // SAFETY: per the contract `target` points to a `TWord<T>` borrowed by the transaction.
         let var = unsafe { &*(target as *const TWord<T>) };

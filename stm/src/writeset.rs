@@ -40,8 +40,9 @@ pub(crate) struct WriteOps {
     /// Publishes `payload` into the variable at `target`; takes ownership of a boxed payload.
     /// SAFETY contract: `target` is the variable the entry was made for, still borrowed by the
     /// transaction; `payload` was made by that variable's `tx_write`; the caller holds the
-    /// variable's write lock.
-    pub(crate) install: unsafe fn(target: *const (), payload: Payload, guard: &Guard),
+    /// variable's write lock; `guard` is `Some` if the variable needs one (a `TVar`, whose
+    /// `tx_write` pinned the transaction).
+    pub(crate) install: unsafe fn(target: *const (), payload: Payload, guard: Option<&Guard>),
     /// Frees a payload that will not be installed. SAFETY contract: `payload` was made by the
     /// variable's `tx_write` and is not used again.
     pub(crate) discard: unsafe fn(payload: Payload),
@@ -174,7 +175,15 @@ impl WriteSet {
     /// Sorts the entries into lock order (by lock address) for the commit.
     pub(crate) fn sort_for_commit(&mut self) {
         if !self.sorted {
-            self.entries.sort_unstable_by_key(|e| e.lock as usize);
+            match self.entries.len() {
+                0 | 1 => {}
+                2 => {
+                    if self.entries[0].lock > self.entries[1].lock {
+                        self.entries.swap(0, 1);
+                    }
+                }
+                _ => self.entries.sort_unstable_by_key(|e| e.lock as usize),
+            }
             self.sorted = true;
         }
     }
@@ -183,9 +192,12 @@ impl WriteSet {
     /// allocations for the next attempt.
     pub(crate) fn clear(&mut self) {
         for e in self.entries.drain(..) {
-            // SAFETY: each payload still in the set was made by its variable's `tx_write` and
-            // not installed (install replaces it with `Bits(0)`); it is not used after this.
-            unsafe { (e.ops.discard)(e.payload) };
+            if let Payload::Boxed(_) = e.payload {
+                // SAFETY: each payload still in the set was made by its variable's `tx_write`
+                // and not installed (install replaces it with `Bits(0)`); it is not used after
+                // this. (Inline payloads own nothing, so they need no call.)
+                unsafe { (e.ops.discard)(e.payload) };
+            }
         }
         self.bloom = 0;
         self.sorted = false;
@@ -225,11 +237,16 @@ mod tests {
 
     static DISCARDED: AtomicUsize = AtomicUsize::new(0);
 
-    unsafe fn install_nothing(_: *const (), _: Payload, _: &Guard) {}
+    unsafe fn install_nothing(_: *const (), _: Payload, _: Option<&Guard>) {}
+    /// Test payloads are `Boxed` with a fake address 1 or 2 (never dereferenced): the
+    /// discard counts add up those numbers.
     unsafe fn count_discard(p: Payload) {
-        if let Payload::Bits(b) = p {
-            DISCARDED.fetch_add(b as usize, Ordering::Relaxed);
+        if let Payload::Boxed(b) = p {
+            DISCARDED.fetch_add(b.addr(), Ordering::Relaxed);
         }
+    }
+    fn fake(n: usize) -> Payload {
+        Payload::Boxed(std::ptr::without_provenance_mut(n))
     }
     static OPS: WriteOps = WriteOps {
         install: install_nothing,
@@ -245,10 +262,10 @@ mod tests {
             // Insert in a scrambled order, each value once, then overwrite the even ones.
             for k in 0..n {
                 let j = (k * 7) % n;
-                ws.insert(&locks[j], std::ptr::null(), Payload::Bits(1), &OPS);
+                ws.insert(&locks[j], std::ptr::null(), fake(1), &OPS);
             }
             for j in (0..n).step_by(2) {
-                ws.insert(&locks[j], std::ptr::null(), Payload::Bits(2), &OPS);
+                ws.insert(&locks[j], std::ptr::null(), fake(2), &OPS);
             }
             ws.validate().unwrap();
             assert_eq!(ws.len(), n);
@@ -259,7 +276,7 @@ mod tests {
                 assert_eq!(found.is_some(), j < n, "lock {j}, n = {n}");
                 if let Some(i) = found {
                     let want = if j % 2 == 0 { 2 } else { 1 };
-                    assert!(matches!(ws.payload(i), Payload::Bits(b) if b == want));
+                    assert!(matches!(ws.payload(i), Payload::Boxed(b) if b.addr() == want));
                 }
             }
             ws.sort_for_commit();
