@@ -42,12 +42,12 @@
 use crate::clock::{globals, relax};
 use crate::error::{AbortCause, StmError};
 use crate::primitive::{Guard, pin, spin_loop, stm_thread_local, yield_now};
+use crate::stats;
 use crate::tvar::TVar;
 use crate::tword::{TWord, Word};
 use crate::var::Var;
 use crate::vlock::{VLock, is_locked, version};
 use crate::writeset::{Payload, WriteOps, WriteSet};
-use crate::stats;
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -233,6 +233,7 @@ fn lock_unbounded(lock: &VLock) -> u64 {
 
 impl<'env> Transaction<'env> {
     /// Borrows this thread's buffers. Panics if a transaction already runs on this thread.
+    #[inline]
     pub(crate) fn new() -> Self {
         let lender = BUFFERS
             .try_with(|tb| {
@@ -296,6 +297,7 @@ impl<'env> Transaction<'env> {
 
     /// Starts an attempt in `mode`. For `Irrevocable`, waits for the token. A read-only
     /// attempt with `track_reads` keeps a read set so that its snapshot can be extended.
+    #[inline]
     pub(crate) fn begin(&mut self, mode: Mode, track_reads: bool) {
         debug_assert!(self.b().reads.is_empty() && self.b().writes.is_empty() && !self.holds_token);
         self.mode = mode;
@@ -314,6 +316,7 @@ impl<'env> Transaction<'env> {
 
     /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
     /// and gives the irrevocability token back.
+    #[inline]
     pub(crate) fn finish(&mut self) {
         let b = self.bm();
         b.reads.clear();

@@ -152,12 +152,12 @@ impl<T: Word> sealed::Sealed for TWord<T> {}
 impl<T: Word> Var for TWord<T> {
     type Value = T;
 
-    #[inline]
+    #[inline(always)]
     fn tx_read<'env>(&'env self, tx: &mut Transaction<'env>) -> Result<T, StmError> {
         tx.read_word(self).map(T::from_word)
     }
 
-    #[inline]
+    #[inline(always)]
     fn tx_write<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> Result<(), StmError> {
         tx.check_writable()?;
         tx.buffer_write(

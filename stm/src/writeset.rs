@@ -138,6 +138,7 @@ impl WriteSet {
     }
 
     /// Buffers a write, replacing (and discarding) an earlier pending value of the same variable.
+    #[inline]
     pub(crate) fn insert(
         &mut self,
         lock: *const VLock,
