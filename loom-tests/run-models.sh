@@ -33,6 +33,7 @@ controls=(
     "no_read_validation|transfer_audit|AUDIT SAW A TORN TOTAL"
     "no_read_validation|readonly_vs_writer|READ-ONLY TRANSACTION SAW HALF A COMMIT"
     "no_irrevocable_wait|irrevocable|IRREVOCABLE TRANSACTION SAW AN INCONSISTENT SNAPSHOT|LOST UPDATE"
+    "no_extension_validation|readonly_vs_writer|TRANSACTION SAW HALF A COMMIT"
 )
 for c in "${controls[@]}"; do
     IFS='|' read -r broken test msg alt <<<"$c"

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `write_skew` | only serialisable outcomes of the classic write-skew pair | `no_commit_validation` |
 //! | `transfer_audit` | transfers conserve the total; a concurrent read-only audit sees it exactly | `no_read_validation` |
-//! | `readonly_vs_writer` | a read-only transaction never sees half of a commit (boxed `TVar` path) | `no_read_validation` |
+//! | `readonly_vs_writer` | a read-only (and a read-write) transaction never sees half of a commit (boxed `TVar` path; snapshot extension) | `no_read_validation`, `no_extension_validation` |
 //! | `irrevocable` | an irrevocable transaction is never invalidated by a normal commit: consistent reads, no lost update | `no_irrevocable_wait` |
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p timewarp-loom-tests --release`.
