@@ -23,6 +23,14 @@
 //!   (skipped when `wv == rv + 1`: nobody committed in between), writes back, and releases
 //!   each lock stamped with `wv`. Read-only transactions keep no read set and commit for free.
 //!
+//! One addition to the paper's algorithm: **snapshot extension** (from LSA, Riegel, Felber &
+//! Fetzer 2006, and TinySTM). A read that finds a version newer than `rv` does not abort at
+//! once: if the transaction has a read set and every variable in it is still unlocked at a
+//! version `<= rv`, nothing it read has changed, so it moves `rv` to the current clock and
+//! goes on. This is what keeps long read-only audits from aborting over and over; to allow
+//! it, a read-only transaction that had to retry keeps a read set on its later attempts (its
+//! first attempt never does).
+//!
 //! ## What this crate guarantees
 //!
 //! * **Serialisability**: committed transactions behave as if they ran one at a time, in the
@@ -98,8 +106,9 @@
 //! replaced `TVar` values are retired to a per-variable list freed on drop instead of to
 //! crossbeam-epoch, whose global collector and `std` thread-locals loom cannot see or reset
 //! between executions (see [`primitive`]). For negative controls, `--cfg
-//! timewarp_stm_broken="no_read_validation"`, `="no_commit_validation"` and
-//! `="no_irrevocable_wait"` each remove one check, and the loom models must then fail.
+//! timewarp_stm_broken="no_read_validation"`, `="no_commit_validation"`,
+//! `="no_irrevocable_wait"` and `="no_extension_validation"` each remove one check, and the
+//! loom models must then fail (`loom-tests/run-models.sh` checks that they do).
 //!
 //! ## Statistics
 //!

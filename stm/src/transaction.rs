@@ -13,6 +13,14 @@
 //! records the variable in its read set; a read-only attempt records nothing, because its
 //! snapshot at `rv` is already its serialisation point.
 //!
+//! A locked variable is re-checked a few times before giving up (its committer is usually a
+//! few hundred instructions from releasing it). A variable newer than `rv` triggers a
+//! *snapshot extension*: sample the clock as `rv'`, then check that every variable in the read
+//! set is still unlocked at a version `<= rv`; if so, nothing read has changed up to a moment
+//! after `rv'`, so all reads belong to the snapshot at `rv'` too, and the attempt continues
+//! with `rv = rv'`. Without a read set (a read-only first attempt that has already read) it
+//! aborts; a read-only retry keeps a read set so that it can extend.
+//!
 //! **Write.** The value is buffered in the write set (see [`writeset`](crate::writeset)).
 //!
 //! **Commit** (read-write, non-empty write set):
