@@ -422,16 +422,27 @@ fn sets() -> Vec<(&'static str, Box<dyn Workload>)> {
                 buckets: buckets.iter().map(|b| TVar::new(b.clone())).collect(),
             }),
         ),
-        ("mutex-global", Box::new(GlobalMutexSet(Mutex::new(evens().collect())))),
+        (
+            "mutex-global",
+            Box::new(GlobalMutexSet(Mutex::new(evens().collect()))),
+        ),
         (
             "mutex-per-bucket",
-            Box::new(BucketMutexSet(buckets.iter().map(|b| Mutex::new(b.clone())).collect())),
+            Box::new(BucketMutexSet(
+                buckets.iter().map(|b| Mutex::new(b.clone())).collect(),
+            )),
         ),
-        ("rwlock", Box::new(RwLockSet(RwLock::new(evens().collect())))),
+        (
+            "rwlock",
+            Box::new(RwLockSet(RwLock::new(evens().collect()))),
+        ),
         (
             "stm-core",
             Box::new(StmCoreSet(
-                buckets.iter().map(|b| stm_core::TVar::new(b.clone())).collect(),
+                buckets
+                    .iter()
+                    .map(|b| stm_core::TVar::new(b.clone()))
+                    .collect(),
             )),
         ),
     ]
@@ -505,7 +516,11 @@ fn figures() {
     const ROUNDS: usize = 7;
     println!("single thread, bank of 1024 accounts, transactions per second (best of {ROUNDS}):");
     for audits in [false, true] {
-        let label = if audits { "80% transfers + 20% audits" } else { "transfers only" };
+        let label = if audits {
+            "80% transfers + 20% audits"
+        } else {
+            "transfers only"
+        };
         let cases: Vec<_> = banks(1024, audits)
             .into_iter()
             .filter(|(n, _)| matches!(*n, "stm" | "stm-boxed" | "mutex-per-account" | "stm-core"))
@@ -518,7 +533,10 @@ fn figures() {
             }
         }
         let get = |n: &str| {
-            cases.iter().position(|c| c.0 == n).map_or(f64::NAN, |i| best[i])
+            cases
+                .iter()
+                .position(|c| c.0 == n)
+                .map_or(f64::NAN, |i| best[i])
         };
         for (i, (name, _)) in cases.iter().enumerate() {
             println!("  {label:28} {name:18} {:>14.0} tx/s", best[i]);
@@ -552,6 +570,13 @@ fn figures() {
             d.commits,
             d.irrevocable_commits,
             d.extensions
+        );
+        println!(
+            "               aborts: {} read conflict, {} lock busy, {} commit validation, {} irrevocable running",
+            d.aborts_read_conflict,
+            d.aborts_lock_busy,
+            d.aborts_commit_validation,
+            d.aborts_irrevocable
         );
     }
 }

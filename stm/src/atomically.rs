@@ -116,7 +116,9 @@ where
     let mut tx = Transaction::new();
     let mut backoff = Backoff::new();
     let mut conflicts = 0u32;
-    let mut track_reads = false;
+    // A read-only transaction keeps no read set, unless this thread's recent read-only
+    // transactions met newer versions (see `Transaction::read_only_hint`).
+    let mut track_reads = options.read_only && tx.read_only_hint();
     let mut mode = if options.read_only {
         Mode::ReadOnly
     } else {
@@ -132,11 +134,17 @@ where
         match attempt(&mut tx, &mut f) {
             Ok(r) => {
                 count_commit(&tx);
+                if attempt_mode == Mode::ReadOnly {
+                    tx.update_read_only_hint(tx.extensions() != 0);
+                }
                 tx.finish();
                 return r;
             }
             Err(cause) => {
                 tx.stats_block().bump(stats::abort_index(cause), 1);
+                if attempt_mode == Mode::ReadOnly && cause.is_conflict() {
+                    tx.update_read_only_hint(true);
+                }
                 if tx.mode() == Mode::ReadWrite && attempt_mode == Mode::ReadOnly {
                     // Upgraded in place (wrote before reading): stay read-write.
                     mode = Mode::ReadWrite;

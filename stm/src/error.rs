@@ -1,7 +1,7 @@
 //! Why a transaction attempt ended without committing.
 //!
 //! Transactional reads and writes return `Result<_, StmError>`, so a conflict found deep in
-//! user code travels out of the transaction closure with `?`; [`atomically`](crate::atomically)
+//! user code travels out of the transaction closure with `?`; [`atomically`](fn@crate::atomically)
 //! then rolls the attempt back and runs it again. User code should propagate these errors and
 //! never act on them: once an attempt has failed, every later read or write of the same attempt
 //! fails too, and its commit is refused, so swallowing the error cannot make a doomed attempt

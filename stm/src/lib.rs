@@ -28,8 +28,10 @@
 //! once: if the transaction has a read set and every variable in it is still unlocked at a
 //! version `<= rv`, nothing it read has changed, so it moves `rv` to the current clock and
 //! goes on. This is what keeps long read-only audits from aborting over and over; to allow
-//! it, a read-only transaction that had to retry keeps a read set on its later attempts (its
-//! first attempt never does).
+//! it, a read-only transaction that had to retry keeps a read set on its later attempts, and
+//! while a thread's recent read-only transactions keep meeting newer versions, its next ones
+//! keep a read set from their first attempt. Read-only transactions that run without
+//! conflicts keep none, as in TL2.
 //!
 //! ## What this crate guarantees
 //!
@@ -46,9 +48,9 @@
 //!   [`DEFAULT_IRREVOCABLE_AFTER`]) the transaction runs **irrevocably**: it takes a FIFO ticket,
 //!   sets a bit in the clock word that stops other commits from writing back, and cannot abort.
 //!   If every transaction closure terminates and does not call [`Transaction::retry`], every
-//!   [`atomically`] call returns after at most `K` aborted attempts plus one irrevocable attempt
+//!   [`atomically`](fn@atomically) call returns after at most `K` aborted attempts plus one irrevocable attempt
 //!   (which waits behind at most one irrevocable attempt of each other thread). This is a
-//!   blocking guarantee for threads that get scheduled, not lock-freedom. See [`atomically`].
+//!   blocking guarantee for threads that get scheduled, not lock-freedom. See [`atomically`](fn@atomically).
 //! * **No deadlock**: commit-time locking is bounded (a busy lock aborts the committer), and
 //!   the only unbounded waits (irrevocable reads and commit, the ticket) wait for threads that
 //!   themselves never wait unboundedly.
@@ -112,7 +114,7 @@
 //!
 //! ## Statistics
 //!
-//! [`stats`] sums per-thread counters: commits, aborts by [`AbortCause`], read and write-set
+//! [`stats`](fn@stats) sums per-thread counters: commits, aborts by [`AbortCause`], read and write-set
 //! sizes, irrevocable runs. They are cheap enough to leave on ([`stats` module](mod@stats)).
 
 pub mod primitive;

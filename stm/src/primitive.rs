@@ -10,7 +10,7 @@
 //!   of [`TWord`](crate::TWord), the value pointer of [`TVar`](crate::TVar), the global clock and
 //!   the irrevocability ticket lock). No payload is ever read through an `UnsafeCell`: values are
 //!   reached through an atomically swapped pointer and are immutable once published;
-//! * every spin or wait loop calls [`spin_loop`] or [`yield_now`], which under loom is
+//! * every spin or wait loop calls `spin_loop` or `yield_now`, which under loom is
 //!   `loom::thread::yield_now`, so loom can schedule the thread we wait for;
 //! * globals and thread-locals are loom's `lazy_static!`/`thread_local!`, reset for every
 //!   explored execution.

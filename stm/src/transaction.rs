@@ -83,7 +83,14 @@ struct Buffers {
     reads: Vec<*const VLock>,
     writes: WriteSet,
     stats: Arc<stats::Block>,
+    /// How many more read-only transactions of this thread keep a read set from their first
+    /// attempt (see [`Transaction::read_only_hint`]).
+    read_only_hint: u32,
 }
+
+/// After a read-only transaction of a thread met a newer version, this many of the thread's
+/// next read-only transactions keep a read set (renewed each time one needs it again).
+const READ_ONLY_HINT: u32 = 16;
 
 impl Buffers {
     fn new() -> Self {
@@ -91,6 +98,7 @@ impl Buffers {
             reads: Vec::new(),
             writes: WriteSet::default(),
             stats: stats::this_thread_block(),
+            read_only_hint: 0,
         }
     }
 }
@@ -108,7 +116,7 @@ stm_thread_local! {
     };
 }
 
-/// A transaction attempt, handed to the closure given to [`atomically`](crate::atomically).
+/// A transaction attempt, handed to the closure given to [`atomically`](fn@crate::atomically).
 ///
 /// `'env` is the lifetime of the variables the transaction may touch: they must outlive the
 /// whole `atomically` call, because the commit still uses them after the closure has returned.
@@ -171,6 +179,8 @@ fn validated_load<P>(
     }
     let mut spins = 0;
     while is_locked(w1) {
+        // Under loom the limit is 0 (no waiting), which clippy finds absurd.
+        #[allow(clippy::absurd_extreme_comparisons)]
         if spins >= READ_LOCK_SPINS {
             return Err(ReadFail::Locked);
         }
@@ -346,6 +356,25 @@ impl<'env> Transaction<'env> {
 
     pub(crate) fn extensions(&self) -> u64 {
         self.extensions
+    }
+
+    /// Whether a read-only transaction should keep a read set from its first attempt: true
+    /// while this thread's recent read-only transactions have been meeting newer versions
+    /// (aborting, or extending their snapshot). Read-only transactions that run without
+    /// conflicts thus keep no read set, as in TL2, while long ones that race with writers
+    /// (audits) can extend their snapshot instead of aborting.
+    pub(crate) fn read_only_hint(&self) -> bool {
+        self.b().read_only_hint > 0
+    }
+
+    /// Records whether a read-only attempt met a newer version.
+    pub(crate) fn update_read_only_hint(&mut self, met_newer: bool) {
+        let h = &mut self.bm().read_only_hint;
+        *h = if met_newer {
+            READ_ONLY_HINT
+        } else {
+            h.saturating_sub(1)
+        };
     }
 
     /// This thread's statistics block.

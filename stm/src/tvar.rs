@@ -144,7 +144,7 @@ impl<T> Drop for Slot<T> {
 
 /// A transactional variable holding a `T` behind an atomically swapped pointer.
 ///
-/// Read and write it inside [`atomically`](crate::atomically) with
+/// Read and write it inside [`atomically`](fn@crate::atomically) with
 /// [`Transaction::read`], [`Transaction::read_with`] and [`Transaction::write`]; read it alone
 /// with [`TVar::load`].
 ///

@@ -10,12 +10,12 @@
 //!
 //! Reads must see the transaction's own writes, so every read first asks the write set. Most
 //! transactions write a handful of variables, so the lookup is tuned for that: a 64-bit Bloom
-//! filter answers "not written" for most reads in one AND; up to [`LINEAR`] entries are scanned
+//! filter answers "not written" for most reads in one AND; up to `LINEAR` entries are scanned
 //! linearly; beyond that a hash index (address -> entry) is kept. At commit the entries are
 //! sorted by lock address — the global lock order that prevents two committers from waiting
 //! on each other in a cycle — and later lookups binary-search. The vectors and the index are
 //! reused from attempt to attempt and from transaction to transaction (see
-//! [`atomically`](crate::atomically)), so a transaction in steady state allocates nothing but
+//! [`atomically`](fn@crate::atomically)), so a transaction in steady state allocates nothing but
 //! its pending `TVar` values.
 
 use crate::primitive::Guard;
