@@ -87,6 +87,17 @@ impl TxOptions {
 /// });
 /// assert_eq!((moved, a.load(), b.load()), (3, 7, 3));
 /// ```
+///
+/// The variables a transaction touches must outlive the whole call, because the commit uses
+/// them after the closure has returned; one made inside the closure is rejected:
+///
+/// ```compile_fail
+/// use timewarp_stm::{TWord, atomically};
+/// atomically(|tx| {
+///     let local = TWord::new(1u32);
+///     tx.write(&local, 2)
+/// });
+/// ```
 pub fn atomically<'env, R, F>(f: F) -> R
 where
     F: FnMut(&mut Transaction<'env>) -> Result<R, StmError>,
