@@ -49,7 +49,7 @@
 
 use crate::clock::{globals, relax};
 use crate::error::{AbortCause, StmError};
-use crate::primitive::{Guard, pin, spin_loop, stm_thread_local, yield_now};
+use crate::primitive::{AtomicU64, Guard, Ordering, pin, spin_loop, stm_thread_local, yield_now};
 use crate::stats;
 use crate::tvar::TVar;
 use crate::tword::{TWord, Word};
@@ -659,11 +659,17 @@ impl<'env> Transaction<'env> {
     fn write_back(&mut self, wv: u64) {
         let (b, guard) = self.parts();
         for e in b.writes.entries_mut() {
-            let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
-            // SAFETY: `e.target` is the variable this entry was made for (borrowed for 'env),
-            // `payload` was made by its `tx_write` and is installed once (the entry now holds
-            // `Bits(0)`, which owns nothing), and we hold its write lock.
-            unsafe { (e.ops.install)(e.target, payload, guard) };
+            match std::mem::replace(&mut e.payload, Payload::Bits(0)) {
+                // SAFETY: an inline payload's target is the value word of the `TWord` this
+                // entry was made for (see `Payload::Bits`), borrowed for 'env.
+                Payload::Bits(bits) => {
+                    unsafe { &*(e.target as *const AtomicU64) }.store(bits, Ordering::Release)
+                }
+                // SAFETY: `e.target` is the variable this entry was made for (borrowed for
+                // 'env), `payload` was made by its `tx_write` and is installed once (the entry
+                // now holds `Bits(0)`, which owns nothing), and we hold its write lock.
+                payload => unsafe { (e.ops.install)(e.target, payload, guard) },
+            }
             // SAFETY: as above; we hold this lock.
             unsafe { &*e.lock }.unlock_with_version(wv);
         }

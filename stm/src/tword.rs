@@ -129,18 +129,17 @@ impl<T: Word> TWord<T> {
         self.bits.load(Ordering::Acquire)
     }
 
-    const OPS: WriteOps = WriteOps {
-        install: install::<T>,
-        discard,
-    };
+    const OPS: WriteOps = WriteOps { install, discard };
 }
 
-/// SAFETY contract: see [`WriteOps::install`]; `target` is a live `TWord<T>`.
-unsafe fn install<T: Word>(target: *const (), payload: Payload, _guard: Option<&Guard>) {
+/// SAFETY contract: see [`WriteOps::install`]; `target` is the value word of a live `TWord`.
+/// (The commit stores inline payloads itself, without this call; it is kept for
+/// uniformity.)
+unsafe fn install(target: *const (), payload: Payload, _guard: Option<&Guard>) {
     if let Payload::Bits(bits) = payload {
-        // SAFETY: per the contract `target` points to a `TWord<T>` borrowed by the transaction.
-        let var = unsafe { &*(target as *const TWord<T>) };
-        var.bits.store(bits, Ordering::Release);
+        // SAFETY: per the contract `target` points to the `bits` word of a `TWord` borrowed
+        // by the transaction.
+        unsafe { &*(target as *const AtomicU64) }.store(bits, Ordering::Release);
     }
 }
 
@@ -160,9 +159,10 @@ impl<T: Word> Var for TWord<T> {
     #[inline(always)]
     fn tx_write<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> Result<(), StmError> {
         tx.check_writable()?;
+        // The target of an inline write is the value word itself (see `Payload::Bits`).
         tx.buffer_write(
             &self.lock,
-            self as *const TWord<T> as *const (),
+            &self.bits as *const AtomicU64 as *const (),
             Payload::Bits(value.to_word()),
             &Self::OPS,
         );

@@ -29,7 +29,9 @@ pub(crate) const LINEAR: usize = 8;
 /// A pending value.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Payload {
-    /// An inline word (a `TWord`), or nothing once a boxed value has been installed.
+    /// An inline word (a `TWord`; the entry's `target` is then the variable's value word, an
+    /// `AtomicU64`, which the commit stores directly), or nothing once a boxed value has been
+    /// installed.
     Bits(u64),
     /// A `Box<T>` turned into a raw pointer (a `TVar<T>`), owned by the entry.
     Boxed(*mut ()),
