@@ -1,0 +1,948 @@
+//! One transaction attempt: TL2's read, write and commit (Dice, Shalev & Shavit 2006,
+//! section 2), plus the irrevocable mode that makes the retry loop starvation-free.
+//!
+//! **Start.** The attempt samples the global clock: its read version `rv`.
+//!
+//! **Read.** If the variable is in the write set, the pending value is returned
+//! (read-your-own-writes). Otherwise: load the lock word `w1`; abort if it is locked or its
+//! version is newer than `rv`; load the value (the `TWord` bits or the `TVar` pointer); load
+//! the lock word again and abort unless it is still `w1`. Only then is the value handed to user
+//! code. So every value an attempt ever sees was committed at or before `rv` and not overwritten
+//! by `rv`: all of them belong to the snapshot at `rv`, and the attempt is *opaque* — even an
+//! attempt that will later abort never observes an inconsistent state. A read-write attempt
+//! records the variable in its read set; a read-only attempt records nothing, because its
+//! snapshot at `rv` is already its serialisation point.
+//!
+//! A locked variable is re-checked a few times before giving up (its committer is usually a
+//! few hundred instructions from releasing it). A variable newer than `rv` triggers a
+//! *snapshot extension*: sample the clock as `rv'`, then check that every variable in the read
+//! set is still unlocked at a version `<= rv`; if so, nothing read has changed up to a moment
+//! after `rv'`, so all reads belong to the snapshot at `rv'` too, and the attempt continues
+//! with `rv = rv'`. Without a read set (a read-only first attempt that has already read) it
+//! aborts; a read-only retry keeps a read set so that it can extend.
+//!
+//! **Write.** The value is buffered in the write set (see [`writeset`](crate::writeset)).
+//!
+//! **Commit** (read-write, non-empty write set):
+//! 1. sort the write set by lock address and lock each variable with a bounded spin; if one
+//!    stays busy, release what was taken and abort (`LockBusy`) — nobody waits forever, so
+//!    committers cannot deadlock;
+//! 2. take the write version `wv` by incrementing the clock; if an irrevocable transaction is
+//!    running, release and abort (`Irrevocable`);
+//! 3. unless `wv == rv + 1` (no commit happened since the start, so nothing read can have
+//!    changed), validate the read set: each variable must be unlocked (or locked by us) with a
+//!    version `<= rv`; otherwise release and abort (`CommitValidation`);
+//! 4. for each written variable, publish the value, then release the lock stamped with `wv`.
+//!
+//! The attempt serialises at `wv` (read-only ones at `rv`).
+//!
+//! **Irrevocable mode.** After `K` conflicts ([`TxOptions::irrevocable_after`](crate::TxOptions))
+//! the next attempt first takes the FIFO irrevocability ticket and sets the clock's irrevocable
+//! bit ([`clock`](crate::clock)). From then on no normal committer can take a write version
+//! and write back. Committers that took theirs *before* the bit was set had already locked
+//! their whole write set, so the irrevocable attempt, which waits for a variable's lock to be
+//! free before reading it, sees either all or none of each such commit, and after it no
+//! change at all. Its reads therefore need no version check and no validation; its commit
+//! waits (unboundedly, but only for committers that are finishing or giving up) for its locks,
+//! takes `wv` and writes back. It cannot abort. Closures may still call
+//! [`Transaction::retry`], which ends the irrevocable attempt without committing.
+
+use crate::clock::{globals, relax};
+use crate::error::{AbortCause, StmError};
+use crate::primitive::{AtomicU64, Guard, Ordering, pin, spin_loop, stm_thread_local, yield_now};
+use crate::stats;
+use crate::tvar::TVar;
+use crate::tword::{TWord, Word};
+use crate::var::Var;
+use crate::vlock::{VLock, is_locked, version};
+use crate::writeset::{Payload, WriteOps, WriteSet};
+use std::cell::{Cell, UnsafeCell};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// How many times a committer retries a busy write lock before aborting.
+#[cfg(not(loom))]
+const LOCK_SPINS: u32 = 64;
+#[cfg(loom)]
+const LOCK_SPINS: u32 = 2;
+
+/// The kind of an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// No read set; a write either upgrades in place (no read yet) or aborts the attempt.
+    ReadOnly,
+    /// TL2 proper.
+    ReadWrite,
+    /// Holds the irrevocability token; cannot abort on conflicts.
+    Irrevocable,
+}
+
+/// The reusable per-thread buffers of a transaction, and the thread's statistics block.
+struct Buffers {
+    reads: Vec<*const VLock>,
+    writes: WriteSet,
+    stats: Arc<stats::Block>,
+    /// How many more read-only transactions of this thread keep a read set from their first
+    /// attempt (see [`Transaction::read_only_hint`]).
+    read_only_hint: u32,
+}
+
+/// After a read-only transaction of a thread met a newer version, this many of the thread's
+/// next read-only transactions keep a read set (renewed each time one needs it again).
+const READ_ONLY_HINT: u32 = 16;
+
+impl Buffers {
+    fn new() -> Self {
+        Buffers {
+            reads: Vec::new(),
+            writes: WriteSet::default(),
+            stats: stats::this_thread_block(),
+            read_only_hint: 0,
+        }
+    }
+}
+
+/// A thread's buffers, lent to one transaction at a time.
+struct ThreadBuffers {
+    in_use: Cell<bool>,
+    bufs: UnsafeCell<Buffers>,
+}
+
+stm_thread_local! {
+    static BUFFERS: ThreadBuffers = ThreadBuffers {
+        in_use: Cell::new(false),
+        bufs: UnsafeCell::new(Buffers::new()),
+    };
+}
+
+/// A transaction attempt, handed to the closure given to [`atomically`](fn@crate::atomically).
+///
+/// `'env` is the lifetime of the variables the transaction may touch: they must outlive the
+/// whole `atomically` call, because the commit still uses them after the closure has returned.
+/// A `Transaction` cannot leave its thread.
+pub struct Transaction<'env> {
+    rv: u64,
+    mode: Mode,
+    doomed: Option<AbortCause>,
+    holds_token: bool,
+    /// Keep a read set although read-only (a retry of a read-only transaction, so that its
+    /// snapshot can be extended).
+    track_reads: bool,
+    nreads: u64,
+    extensions: u64,
+    /// The buffers: this thread's (borrowed from the thread-local, marked in use), or, during
+    /// thread teardown when the thread-local is gone, a private heap copy.
+    bufs: NonNull<Buffers>,
+    /// The thread-local the buffers were borrowed from; null for a private copy.
+    lender: *const ThreadBuffers,
+    guard: Option<Guard>,
+    _env: PhantomData<*mut &'env ()>,
+}
+
+/// Why a read could not be served from the snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadFail {
+    /// Locked by a committer (and still locked after a short wait).
+    Locked,
+    /// Written after the snapshot (version > rv): the snapshot may be extended.
+    Stale,
+    /// Changed while it was being read.
+    Changed,
+}
+
+/// How many times a reader re-checks a locked variable before giving up (the holder is
+/// committing and will release it within a few hundred instructions, unless descheduled).
+#[cfg(not(loom))]
+const READ_LOCK_SPINS: u32 = 32;
+#[cfg(loom)]
+const READ_LOCK_SPINS: u32 = 0;
+
+/// The read protocol of one variable (see the module essay). `load` reads the payload.
+#[inline(always)]
+fn validated_load<P>(
+    rv: u64,
+    mode: Mode,
+    lock: &VLock,
+    load: impl Fn() -> P,
+) -> Result<P, ReadFail> {
+    if mode == Mode::Irrevocable {
+        return Ok(irrevocable_load(lock, load));
+    }
+    let mut w1 = lock.load();
+    if cfg!(timewarp_stm_broken = "no_read_validation") {
+        // Deliberately broken (negative control): no version check, no re-check.
+        if is_locked(w1) {
+            return Err(ReadFail::Locked);
+        }
+        return Ok(load());
+    }
+    let mut spins = 0;
+    while is_locked(w1) {
+        // Under loom the limit is 0 (no waiting), which clippy finds absurd.
+        #[allow(clippy::absurd_extreme_comparisons)]
+        if spins >= READ_LOCK_SPINS {
+            return Err(ReadFail::Locked);
+        }
+        spins += 1;
+        spin_loop();
+        w1 = lock.load();
+    }
+    if version(w1) > rv {
+        return Err(ReadFail::Stale);
+    }
+    let p = load();
+    if lock.load() != w1 {
+        return Err(ReadFail::Changed);
+    }
+    Ok(p)
+}
+
+/// The read of an irrevocable attempt. No commit can stamp a version newer than its start any
+/// more; it only waits out committers that locked before the irrevocable bit was set.
+#[cold]
+#[inline(never)]
+fn irrevocable_load<P>(lock: &VLock, load: impl Fn() -> P) -> P {
+    let mut spins = 0;
+    loop {
+        let w1 = lock.load();
+        if !is_locked(w1) {
+            let p = load();
+            if lock.load() == w1 {
+                return p;
+            }
+        }
+        relax(&mut spins);
+    }
+}
+
+/// Locks `lock` with a bounded spin; returns the unlocked word it replaced.
+#[inline]
+fn lock_bounded(lock: &VLock) -> Option<u64> {
+    let mut tries = 0;
+    loop {
+        let w = lock.load();
+        if !is_locked(w) && lock.try_lock(w) {
+            return Some(w);
+        }
+        if tries >= LOCK_SPINS {
+            return None;
+        }
+        tries += 1;
+        if tries % 16 == 0 {
+            yield_now();
+        } else {
+            spin_loop();
+        }
+    }
+}
+
+/// Locks `lock`, waiting as long as it takes (irrevocable commit only).
+fn lock_unbounded(lock: &VLock) -> u64 {
+    let mut spins = 0;
+    loop {
+        let w = lock.load();
+        if !is_locked(w) && lock.try_lock(w) {
+            return w;
+        }
+        relax(&mut spins);
+    }
+}
+
+impl<'env> Transaction<'env> {
+    /// Borrows this thread's buffers. Panics if a transaction already runs on this thread.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        let lender = BUFFERS
+            .try_with(|tb| {
+                if tb.in_use.replace(true) {
+                    panic!(
+                        "timewarp-stm: `atomically` was called inside a transaction on the same \
+                         thread; transactions do not nest (compose the inner code as a function \
+                         of `&mut Transaction`)"
+                    );
+                }
+                tb as *const ThreadBuffers
+            })
+            .ok();
+        let (bufs, lender) = match lender {
+            // SAFETY: `lender` is this thread's live thread-local; `in_use` now marks its
+            // buffers as lent to us alone until `drop` clears it.
+            Some(tb) => (unsafe { NonNull::new_unchecked((*tb).bufs.get()) }, tb),
+            None => (
+                NonNull::from(Box::leak(Box::new(Buffers::new()))),
+                std::ptr::null(),
+            ),
+        };
+        Transaction {
+            rv: 0,
+            mode: Mode::ReadWrite,
+            doomed: None,
+            holds_token: false,
+            track_reads: false,
+            nreads: 0,
+            extensions: 0,
+            bufs,
+            lender,
+            guard: None,
+            _env: PhantomData,
+        }
+    }
+
+    /// The buffers.
+    #[inline(always)]
+    fn b(&self) -> &Buffers {
+        // SAFETY: `bufs` is valid for the transaction's life (a thread-local of this thread,
+        // which a `!Send` transaction cannot outlive, or our own box) and lent to us alone
+        // (`in_use`); `&self` makes this borrow shared with no `&mut` alive.
+        unsafe { self.bufs.as_ref() }
+    }
+
+    /// The buffers, mutably.
+    #[inline(always)]
+    fn bm(&mut self) -> &mut Buffers {
+        // SAFETY: as in `b`; `&mut self` makes this the only borrow.
+        unsafe { self.bufs.as_mut() }
+    }
+
+    /// The buffers and the guard, for the commit's write-back.
+    #[inline(always)]
+    fn parts(&mut self) -> (&mut Buffers, Option<&Guard>) {
+        // SAFETY: as in `bm`; the buffers are not part of `self`, so borrowing `self.guard`
+        // beside them does not alias.
+        (unsafe { self.bufs.as_mut() }, self.guard.as_ref())
+    }
+
+    /// Starts an attempt in `mode`. For `Irrevocable`, waits for the token. A read-only
+    /// attempt with `track_reads` keeps a read set so that its snapshot can be extended.
+    #[inline]
+    pub(crate) fn begin(&mut self, mode: Mode, track_reads: bool) {
+        debug_assert!(self.b().reads.is_empty() && self.b().writes.is_empty() && !self.holds_token);
+        self.mode = mode;
+        self.track_reads = track_reads;
+        self.doomed = None;
+        self.nreads = 0;
+        self.extensions = 0;
+        debug_assert!(self.guard.is_none());
+        if mode == Mode::Irrevocable {
+            self.rv = globals().acquire_irrevocable();
+            self.holds_token = true;
+        } else {
+            self.rv = globals().read_version();
+        }
+    }
+
+    /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
+    /// and gives the irrevocability token back.
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        let b = self.bm();
+        b.reads.clear();
+        b.writes.clear();
+        self.guard = None;
+        if self.holds_token {
+            self.holds_token = false;
+            globals().release_irrevocable();
+        }
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub(crate) fn reads_done(&self) -> u64 {
+        self.nreads
+    }
+
+    pub(crate) fn extensions(&self) -> u64 {
+        self.extensions
+    }
+
+    /// Whether a read-only transaction should keep a read set from its first attempt: true
+    /// while this thread's recent read-only transactions have been meeting newer versions
+    /// (aborting, or extending their snapshot). Read-only transactions that run without
+    /// conflicts thus keep no read set, as in TL2, while long ones that race with writers
+    /// (audits) can extend their snapshot instead of aborting.
+    pub(crate) fn read_only_hint(&self) -> bool {
+        self.b().read_only_hint > 0
+    }
+
+    /// Records whether a read-only attempt met a newer version.
+    pub(crate) fn update_read_only_hint(&mut self, met_newer: bool) {
+        let h = &mut self.bm().read_only_hint;
+        *h = if met_newer {
+            READ_ONLY_HINT
+        } else {
+            h.saturating_sub(1)
+        };
+    }
+
+    /// This thread's statistics block.
+    pub(crate) fn stats_block(&self) -> &stats::Block {
+        &self.b().stats
+    }
+
+    /// Pins the thread for the rest of the attempt (needed only for `TVar` values; an attempt
+    /// that touches only `TWord`s never pins).
+    #[inline]
+    pub(crate) fn ensure_pinned(&mut self) {
+        if self.guard.is_none() {
+            self.guard = Some(pin());
+        }
+    }
+
+    /// Tries to move the snapshot forward to now (timestamp extension, as in LSA and TinySTM):
+    /// possible when every variable read so far is still unchanged, which the read set can
+    /// tell. A read-only first attempt has no read set and can extend only before its first
+    /// read.
+    #[cold]
+    #[inline(never)]
+    fn try_extend(&mut self) -> bool {
+        let tracked = self.mode == Mode::ReadWrite || self.track_reads;
+        if !tracked && self.nreads > 0 {
+            return false;
+        }
+        // Sample first, validate after: everything is unchanged at validation time, which is
+        // after the new snapshot's time, so the reads belong to the new snapshot too.
+        let new_rv = globals().read_version();
+        let rv = self.rv;
+        let valid = cfg!(timewarp_stm_broken = "no_extension_validation")
+            || self.b().reads.iter().all(|&lock| {
+                // SAFETY: read-set locks belong to variables borrowed for 'env.
+                let w = unsafe { &*lock }.load();
+                !is_locked(w) && version(w) <= rv
+            });
+        if valid {
+            self.rv = new_rv;
+            self.extensions += 1;
+        }
+        valid
+    }
+
+    pub(crate) fn read_set_len(&self) -> usize {
+        self.b().reads.len()
+    }
+
+    pub(crate) fn write_set_len(&self) -> usize {
+        self.b().writes.len()
+    }
+
+    /// Marks the attempt as failed and returns the error to propagate.
+    #[cold]
+    #[inline(never)]
+    fn doom(&mut self, cause: AbortCause) -> StmError {
+        if self.doomed.is_none() {
+            self.doomed = Some(cause);
+        }
+        StmError::new(self.doomed.unwrap_or(cause))
+    }
+
+    /// The cause to report when the closure returned `e`.
+    pub(crate) fn failure_cause(&self, e: StmError) -> AbortCause {
+        self.doomed.unwrap_or(e.cause())
+    }
+
+    #[inline]
+    fn check_alive(&self) -> Result<(), StmError> {
+        match self.doomed {
+            Some(c) => Err(StmError::new(c)),
+            None => Ok(()),
+        }
+    }
+
+    #[inline]
+    fn note_read(&mut self, lock: &VLock) {
+        self.nreads += 1;
+        if self.mode == Mode::ReadWrite || self.track_reads {
+            self.bm().reads.push(lock);
+        }
+    }
+
+    /// Reads a variable (a [`TVar`] or a [`TWord`]); the value is a clone or copy.
+    #[inline]
+    pub fn read<V: Var>(&mut self, var: &'env V) -> Result<V::Value, StmError> {
+        var.tx_read(self)
+    }
+
+    /// Buffers a write of `value` to a variable; it becomes visible to others at commit.
+    #[inline]
+    pub fn write<V: Var>(&mut self, var: &'env V, value: V::Value) -> Result<(), StmError> {
+        var.tx_write(self, value)
+    }
+
+    /// Reads a variable, applies `f` and writes the result back.
+    #[inline]
+    pub fn modify<V: Var>(
+        &mut self,
+        var: &'env V,
+        f: impl FnOnce(V::Value) -> V::Value,
+    ) -> Result<(), StmError> {
+        let v = var.tx_read(self)?;
+        var.tx_write(self, f(v))
+    }
+
+    /// Reads a [`TVar`] by reference, without cloning its value: `f` gets the value of this
+    /// transaction's snapshot (or its own pending write).
+    #[inline]
+    pub fn read_with<T, R>(
+        &mut self,
+        var: &'env TVar<T>,
+        f: impl FnOnce(&T) -> R,
+    ) -> Result<R, StmError>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        self.check_alive()?;
+        let lock = var.lock();
+        if let Some(i) = self.b().writes.find(lock) {
+            return match self.b().writes.payload(i) {
+                // SAFETY: the entry for this lock was made by `TVar::<T>::tx_write` (a lock
+                // belongs to exactly one variable), so `p` is an owned, live `Box<T>` that
+                // stays put until the write set is cleared, after the closure returns.
+                Payload::Boxed(p) => Ok(f(unsafe { &*(p as *const T) })),
+                Payload::Bits(_) => unreachable!("a TVar's pending write is always boxed"),
+            };
+        }
+        self.ensure_pinned();
+        loop {
+            let Some(guard) = self.guard.as_ref() else {
+                unreachable!("pinned just above")
+            };
+            match validated_load(self.rv, self.mode, lock, || var.load_ptr(guard)) {
+                Ok(p) => {
+                    self.note_read(lock);
+                    // SAFETY: `p` was the published value while the lock word held an unlocked
+                    // version <= rv (or, irrevocably, unlocked and unchanged); published values
+                    // are never mutated, and it cannot be freed before `self.guard` unpins,
+                    // which happens in `finish`, after the closure (and thus `f`) has returned.
+                    return Ok(f(unsafe { &*p }));
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
+            }
+        }
+    }
+
+    /// The inline read of a [`TWord`]: its 64 bits.
+    #[inline(always)]
+    pub(crate) fn read_word<T: Word>(&mut self, var: &'env TWord<T>) -> Result<u64, StmError> {
+        self.check_alive()?;
+        let lock = var.lock();
+        if let Some(i) = self.b().writes.find(lock) {
+            return match self.b().writes.payload(i) {
+                Payload::Bits(b) => Ok(b),
+                Payload::Boxed(_) => unreachable!("a TWord's pending write is always inline"),
+            };
+        }
+        loop {
+            match validated_load(self.rv, self.mode, lock, || var.load_bits()) {
+                Ok(bits) => {
+                    self.note_read(lock);
+                    return Ok(bits);
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
+            }
+        }
+    }
+
+    /// Checks that the attempt may write; upgrades a read-only attempt that has not read yet.
+    #[inline]
+    pub(crate) fn check_writable(&mut self) -> Result<(), StmError> {
+        self.check_alive()?;
+        if self.mode == Mode::ReadOnly {
+            if self.nreads == 0 {
+                self.mode = Mode::ReadWrite;
+            } else {
+                return Err(self.doom(AbortCause::ReadOnlyUpgrade));
+            }
+        }
+        Ok(())
+    }
+
+    /// Buffers a write (after [`Transaction::check_writable`]).
+    #[inline]
+    pub(crate) fn buffer_write(
+        &mut self,
+        lock: &'env VLock,
+        target: *const (),
+        payload: Payload,
+        ops: &'static WriteOps,
+    ) {
+        self.bm().writes.insert(lock, target, payload, ops);
+    }
+
+    /// Abandons this attempt and runs the transaction again (after a back-off). This is not
+    /// Haskell's blocking `retry`: it does not wait for a variable to change.
+    pub fn retry<R>(&mut self) -> Result<R, StmError> {
+        Err(self.doom(AbortCause::Explicit))
+    }
+
+    /// Whether this attempt runs irrevocably (it cannot abort on conflicts).
+    pub fn is_irrevocable(&self) -> bool {
+        self.mode == Mode::Irrevocable
+    }
+
+    /// The read version: the clock value of the snapshot this attempt reads.
+    pub fn read_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// Tries to commit the attempt.
+    pub(crate) fn commit(&mut self) -> Result<(), AbortCause> {
+        if let Some(c) = self.doomed {
+            return Err(c);
+        }
+        if self.b().writes.is_empty() {
+            // Every read was of the snapshot at rv: serialised at rv.
+            return Ok(());
+        }
+        if self.mode == Mode::Irrevocable {
+            self.commit_irrevocable();
+            return Ok(());
+        }
+        self.bm().writes.sort_for_commit();
+        debug_assert_eq!(self.b().writes.validate(), Ok(()));
+        let n = self.b().writes.len();
+        for i in 0..n {
+            // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
+            let lock = unsafe { &*self.b().writes.entries()[i].lock };
+            match lock_bounded(lock) {
+                Some(seen) => self.bm().writes.entries_mut()[i].seen = seen,
+                None => {
+                    self.release_locks(i);
+                    return Err(AbortCause::LockBusy);
+                }
+            }
+        }
+        let Ok(wv) = globals().take_write_version() else {
+            self.release_locks(n);
+            return Err(AbortCause::Irrevocable);
+        };
+        if wv != self.rv + 1
+            && !cfg!(timewarp_stm_broken = "no_commit_validation")
+            && !self.validate_read_set()
+        {
+            self.release_locks(n);
+            return Err(AbortCause::CommitValidation);
+        }
+        self.write_back(wv);
+        Ok(())
+    }
+
+    /// Restores the first `n` (locked) entries' lock words.
+    fn release_locks(&self, n: usize) {
+        for e in &self.b().writes.entries()[..n] {
+            // SAFETY: as in `commit`; we hold this lock and restore the word we replaced.
+            unsafe { &*e.lock }.restore(e.seen);
+        }
+    }
+
+    /// TL2 commit-time validation (see the module essay, step 3).
+    fn validate_read_set(&self) -> bool {
+        let b = self.b();
+        b.reads.iter().all(|&lock| {
+            // SAFETY: read-set locks belong to variables borrowed for 'env.
+            let w = unsafe { &*lock }.load();
+            if is_locked(w) {
+                match b.writes.find(lock) {
+                    Some(i) => version(b.writes.entries()[i].seen) <= self.rv,
+                    None => false,
+                }
+            } else {
+                version(w) <= self.rv
+            }
+        })
+    }
+
+    /// Publishes every pending value and releases its lock stamped with `wv`.
+    fn write_back(&mut self, wv: u64) {
+        let (b, guard) = self.parts();
+        for e in b.writes.entries_mut() {
+            match std::mem::replace(&mut e.payload, Payload::Bits(0)) {
+                // SAFETY: an inline payload's target is the value word of the `TWord` this
+                // entry was made for (see `Payload::Bits`), borrowed for 'env.
+                Payload::Bits(bits) => {
+                    unsafe { &*(e.target as *const AtomicU64) }.store(bits, Ordering::Release)
+                }
+                // SAFETY: `e.target` is the variable this entry was made for (borrowed for
+                // 'env), `payload` was made by its `tx_write` and is installed once (the entry
+                // now holds `Bits(0)`, which owns nothing), and we hold its write lock.
+                payload => unsafe { (e.ops.install)(e.target, payload, guard) },
+            }
+            // SAFETY: as above; we hold this lock.
+            unsafe { &*e.lock }.unlock_with_version(wv);
+        }
+    }
+
+    /// The commit of an irrevocable attempt: cannot fail.
+    fn commit_irrevocable(&mut self) {
+        self.bm().writes.sort_for_commit();
+        for e in self.bm().writes.entries_mut() {
+            // SAFETY: the lock belongs to a variable borrowed for 'env.
+            e.seen = lock_unbounded(unsafe { &*e.lock });
+        }
+        let wv = globals().take_irrevocable_write_version();
+        self.write_back(wv);
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        self.finish();
+        if self.lender.is_null() {
+            // SAFETY: a null lender means `bufs` is the box leaked in `new`; freed once here.
+            drop(unsafe { Box::from_raw(self.bufs.as_ptr()) });
+        } else {
+            // SAFETY: `lender` is this thread's thread-local, alive while we run on it.
+            unsafe { (*self.lender).in_use.set(false) };
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{
+        AbortCause, TVar, TWord, TxOptions, atomically, atomically_read_only, atomically_with,
+        thread_stats, try_atomically,
+    };
+    use std::sync::mpsc;
+
+    #[test]
+    fn reads_see_own_writes_and_commit_publishes() {
+        let a = TVar::new(String::from("a"));
+        let n = TWord::new(5i32);
+        let out = atomically(|tx| {
+            assert_eq!(tx.read(&a)?, "a");
+            tx.write(&a, "b".into())?;
+            assert_eq!(tx.read(&a)?, "b");
+            tx.write(&a, "c".into())?;
+            tx.modify(&n, |x| x * 2)?;
+            tx.modify(&n, |x| x + 1)?;
+            let len = tx.read_with(&a, |s| s.len())?;
+            Ok((tx.read(&a)?, tx.read(&n)?, len))
+        });
+        assert_eq!(out, ("c".to_string(), 11, 1));
+        assert_eq!(a.load(), "c");
+        assert_eq!(n.load(), 11);
+        assert_eq!(a.into_inner(), "c");
+    }
+
+    #[test]
+    fn a_read_of_a_variable_written_after_the_start_aborts() {
+        let x = TWord::new(0u64);
+        let y = TWord::new(0u64);
+        let (to_writer, writer_rx) = mpsc::channel::<()>();
+        let (to_reader, reader_rx) = mpsc::channel::<()>();
+        let (x, y) = (&x, &y);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                writer_rx.recv().unwrap();
+                atomically(|tx| {
+                    tx.write(x, 1)?;
+                    tx.write(y, 1)
+                });
+                to_reader.send(()).unwrap();
+            });
+            let r = try_atomically(|tx| {
+                let a = tx.read(x)?;
+                to_writer.send(()).unwrap();
+                reader_rx.recv().unwrap();
+                let b = tx.read(y)?;
+                Ok((a, b))
+            });
+            // The snapshot had x = y = 0; y = 1 is newer than it, so the read must fail
+            // rather than return the inconsistent (0, 1).
+            assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::ReadConflict));
+        });
+        assert_eq!((x.load(), y.load()), (1, 1));
+    }
+
+    #[test]
+    fn commit_validation_catches_an_overwritten_read() {
+        let x = TWord::new(0u64);
+        let z = TWord::new(0u64);
+        let before = thread_stats();
+        let r = try_atomically(|tx| {
+            let v = tx.read(&x)?;
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx2| tx2.write(&x, 7)));
+            });
+            tx.write(&z, v + 1)
+        });
+        assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::CommitValidation));
+        assert_eq!(z.load(), 0, "an aborted commit writes nothing");
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_commit_validation, 1);
+        assert_eq!(d.commits, 0);
+    }
+
+    #[test]
+    fn a_doomed_attempt_stays_doomed() {
+        let x = TWord::new(0u64);
+        let y = TWord::new(0u64);
+        let r = try_atomically(|tx| {
+            let _ = tx.read(&x)?;
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    atomically(|tx2| {
+                        tx2.write(&x, 7)?;
+                        tx2.write(&y, 7)
+                    })
+                });
+            });
+            // Swallow the conflict and carry on: everything after must fail too.
+            assert!(tx.read(&y).is_err());
+            assert!(tx.read(&x).is_err(), "later reads of a doomed attempt fail");
+            assert!(tx.write(&x, 3).is_err());
+            Ok(())
+        });
+        assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::ReadConflict));
+        assert_eq!(x.load(), 7);
+    }
+
+    #[test]
+    fn a_snapshot_is_extended_when_nothing_read_has_changed() {
+        let x = TWord::new(1u64);
+        let y = TWord::new(2u64);
+        let z = TVar::new(0u64);
+        let before = thread_stats();
+        let r = try_atomically(|tx| {
+            let a = tx.read(&x)?;
+            // Another transaction writes y (not x) after our snapshot was taken.
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx2| tx2.write(&y, 20)));
+            });
+            // y is newer than the snapshot, but x is unchanged: the snapshot moves forward
+            // and the read sees the committed 20 (x = 1, y = 20 is a state that existed).
+            let b = tx.read(&y)?;
+            tx.write(&z, a + b)?;
+            Ok((a, b))
+        });
+        assert_eq!(r, Ok((1, 20)));
+        assert_eq!(z.load(), 21);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.extensions, 1);
+        assert_eq!(d.commits, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "transactions do not nest")]
+    fn nesting_panics_with_a_clear_message() {
+        let x = TWord::new(0u64);
+        atomically(|tx| {
+            tx.read(&x)?;
+            atomically(|tx2| tx2.read(&x));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn read_only_transaction_that_writes_is_rerun_read_write() {
+        let x = TWord::new(1u64);
+        let before = thread_stats();
+        let mut runs = 0;
+        atomically_read_only(|tx| {
+            runs += 1;
+            let v = tx.read(&x)?;
+            tx.write(&x, v + 1)
+        });
+        assert_eq!(runs, 2);
+        assert_eq!(x.load(), 2);
+        // A write before any read upgrades in place.
+        atomically_read_only(|tx| tx.write(&x, 5));
+        assert_eq!(x.load(), 5);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_read_only_upgrade, 1);
+        assert_eq!(d.commits, 2);
+        assert_eq!(d.write_set, 2);
+    }
+
+    #[test]
+    fn explicit_retry_reruns_and_irrevocable_mode_commits() {
+        let x = TWord::new(0u64);
+        let before = thread_stats();
+        let mut runs = 0;
+        atomically(|tx| {
+            runs += 1;
+            tx.modify(&x, |v| v + 1)?;
+            if runs < 3 { tx.retry() } else { Ok(()) }
+        });
+        assert_eq!((runs, x.load()), (3, 1));
+        let irrevocable = atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+            tx.modify(&x, |v| v + 10)?;
+            Ok(tx.is_irrevocable())
+        });
+        assert!(irrevocable);
+        assert_eq!(x.load(), 11);
+        let d = thread_stats().since(&before);
+        assert_eq!(d.aborts_explicit, 2);
+        assert_eq!(d.irrevocable_commits, 1);
+        assert_eq!(d.commits, 2);
+        assert_eq!(d.reads, 2);
+    }
+
+    #[test]
+    fn a_panicking_irrevocable_transaction_releases_everything() {
+        let x = TVar::new(vec![1u8]);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+                tx.write(&x, vec![2])?;
+                if tx.is_irrevocable() {
+                    panic!("boom");
+                }
+                Ok(())
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(
+            x.load(),
+            vec![1],
+            "nothing of the panicking attempt was committed"
+        );
+        // The token and the buffers were given back: both kinds of transaction still run.
+        atomically_with(&TxOptions::new().irrevocable_after(0), |tx| {
+            tx.write(&x, vec![3])
+        });
+        atomically(|tx| {
+            tx.modify(&x, |mut v| {
+                v.push(4);
+                v
+            })
+        });
+        assert_eq!(x.load(), vec![3, 4]);
+    }
+
+    #[test]
+    fn replaced_and_final_values_are_freed() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        #[derive(Clone)]
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let v = TVar::new(Counted(drops.clone()));
+        for _ in 0..100 {
+            atomically(|tx| tx.write(&v, Counted(drops.clone())));
+        }
+        // An aborted attempt frees its pending value at once.
+        let _ = try_atomically(|tx| {
+            tx.write(&v, Counted(drops.clone()))?;
+            tx.retry::<()>()
+        });
+        drop(v);
+        // 1 initial + 100 written + 1 aborted, and each clone made by `drops.clone()` was moved.
+        for _ in 0..10_000 {
+            if drops.load(Ordering::SeqCst) == 102 {
+                break;
+            }
+            crossbeam_epoch::pin().flush();
+            std::thread::yield_now();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 102);
+    }
+}
