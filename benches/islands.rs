@@ -15,17 +15,13 @@
 //!   v2.4's linked contact edges, so the comparison favours the baseline), with step-counter
 //!   marks, building every island's body and contact lists, plus the same sleep bookkeeping
 //!   per island (`dfs_rebuild_no_sleep`: the DFS alone, to set against `persistent_edges_only`);
-//! - `link/build_all`, `split/*`, `sleep/*`, `wake/*`: the incremental operations;
-//! - `broadphase/pyramids_10010`: the uniform grid on the boxes' AABBs (unit boxes touching
-//!   face to face; the ground plane is left to the caller), whose pairs must be exactly the
-//!   dynamic-dynamic contacts of the topology above.
+//! - `link/build_all`, `split/*`, `sleep/*`, `wake/*`: the incremental operations.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use glam::Vec3;
-use timewarp::broadphase::{Bounds, brute_force_pairs, overlapping_pairs};
 use timewarp::islands::{ContactId, IslandGraph, TouchChanges, merge_touch_changes};
 
 const PYRAMIDS: usize = 182;
@@ -330,50 +326,5 @@ fn bench_ops(c: &mut Criterion) {
     group.finish();
 }
 
-/// The boxes' AABBs: pyramid p at (12 (p % 14), 0, 12 (p / 14)), box (row, i) centred at
-/// x = i + row / 2 - 4.5, y = row + 0.5, in the order of [`pyramids`] (body id - 1).
-fn pyramid_bounds() -> Vec<Bounds> {
-    let mut out = Vec::new();
-    for p in 0..PYRAMIDS {
-        let origin = Vec3::new(12.0 * (p % 14) as f32, 0.0, 12.0 * (p / 14) as f32);
-        for r in 0..BASE {
-            for i in 0..BASE - r {
-                let c = origin + Vec3::new(i as f32 + 0.5 * r as f32 - 4.5, r as f32 + 0.5, 0.0);
-                out.push(Bounds::new(c - Vec3::splat(0.5), c + Vec3::splat(0.5)));
-            }
-        }
-    }
-    out
-}
-
-fn bench_broadphase(c: &mut Criterion) {
-    let bounds = pyramid_bounds();
-    let (_, contacts) = pyramids();
-    let mut expected: Vec<(u32, u32)> = contacts
-        .iter()
-        .filter(|&&(a, _)| a != 0)
-        .map(|&(a, b)| (a.min(b) - 1, a.max(b) - 1))
-        .collect();
-    expected.sort_unstable();
-    let pairs = overlapping_pairs(&bounds).unwrap();
-    assert_eq!(
-        pairs, expected,
-        "grid pairs differ from the pyramid topology"
-    );
-    assert_eq!(
-        brute_force_pairs(&bounds[..2 * PER_PYRAMID]).unwrap(),
-        expected[..2 * 135]
-    );
-    let mut group = c.benchmark_group("broadphase");
-    group
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2));
-    group.bench_function("pyramids_10010", |bench| {
-        bench.iter(|| black_box(overlapping_pairs(black_box(&bounds)).unwrap().len()))
-    });
-    group.finish();
-}
-
-criterion_group!(benches, bench_steady, bench_ops, bench_broadphase);
+criterion_group!(benches, bench_steady, bench_ops);
 criterion_main!(benches);

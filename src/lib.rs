@@ -19,7 +19,6 @@
 //! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
 
-pub mod broadphase;
 pub mod dynamics;
 pub mod frame;
 pub mod geometry;
