@@ -23,6 +23,21 @@ pub struct BodyState {
 }
 
 impl BodyState {
+    /// The 13 numbers of a committed frame row, in the output's column order:
+    /// position x y z, rotation x y z w, velocity x y z, angular velocity x y z.
+    #[inline]
+    pub fn to_array(&self) -> [f32; 13] {
+        let (p, q, v, w) = (
+            self.position,
+            self.rotation,
+            self.velocity,
+            self.angular_velocity,
+        );
+        [
+            p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z,
+        ]
+    }
+
     /// The initial state of a scene body.
     pub fn from_desc(desc: &BodyDesc) -> BodyState {
         if desc.is_static {

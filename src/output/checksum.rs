@@ -18,7 +18,7 @@
 
 use std::io;
 
-use super::sink::{FrameSink, dynamic_bodies};
+use super::sink::{FrameSink, dynamic_bodies, frame_state};
 use crate::dynamics::BodyState;
 use crate::scene::Scene;
 
@@ -69,30 +69,7 @@ impl FrameSink for Checksum {
     fn frame(&mut self, frame: u64, _time: f64, states: &[BodyState]) -> io::Result<()> {
         let mut h = mix(mix(self.hash, frame as u32), (frame >> 32) as u32);
         for &id in &self.dynamic {
-            let s = states.get(id as usize).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "frame {frame} has {} body states, body {id} is missing",
-                        states.len()
-                    ),
-                )
-            })?;
-            let words = [
-                s.position.x,
-                s.position.y,
-                s.position.z,
-                s.rotation.x,
-                s.rotation.y,
-                s.rotation.z,
-                s.rotation.w,
-                s.velocity.x,
-                s.velocity.y,
-                s.velocity.z,
-                s.angular_velocity.x,
-                s.angular_velocity.y,
-                s.angular_velocity.z,
-            ];
+            let words = frame_state(states, frame, id)?.to_array();
             for x in words {
                 h = mix(h, x.to_bits());
             }

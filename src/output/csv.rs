@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::sink::{FrameSink, dynamic_bodies};
+use super::sink::{FrameSink, dynamic_bodies, frame_state};
 use crate::dynamics::BodyState;
 use crate::scene::Scene;
 
@@ -94,15 +94,7 @@ impl CsvSink {
             .as_mut()
             .ok_or_else(|| io::Error::other("already finished"))?;
         for &id in &self.dynamic {
-            let s = states.get(id as usize).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "frame {frame} has {} body states, body {id} is missing",
-                        states.len()
-                    ),
-                )
-            })?;
+            let s = frame_state(states, frame, id)?;
             let (p, q, v, w) = (s.position, s.rotation, s.velocity, s.angular_velocity);
             writeln!(
                 out,

@@ -73,6 +73,20 @@ impl FrameSink for Tee<'_> {
     }
 }
 
+/// The state of body `id` in a frame's `states`, or an error naming the frame and the body when a
+/// sink is handed fewer states than the scene has bodies.
+pub(crate) fn frame_state(states: &[BodyState], frame: u64, id: u32) -> io::Result<&BodyState> {
+    states.get(id as usize).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "frame {frame} has {} body states, body {id} is missing",
+                states.len()
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
