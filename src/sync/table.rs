@@ -66,7 +66,8 @@ pub struct Table<T> {
 
 enum ViewInner<'s, T> {
     #[cfg(feature = "stm")]
-    Stm { values: Vec<T>, dirty: Vec<bool> },
+    /// Each named slot's copy, and whether it was taken mutably.
+    Stm { values: Vec<(T, bool)> },
     #[cfg(feature = "locks")]
     Locks { guards: Vec<MutexGuard<'s, T>> },
     #[allow(dead_code)]
@@ -102,7 +103,7 @@ impl<'s, T> View<'s, T> {
         let i = self.index(key);
         match &self.inner {
             #[cfg(feature = "stm")]
-            ViewInner::Stm { values, .. } => &values[i],
+            ViewInner::Stm { values } => &values[i].0,
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &guards[i],
             ViewInner::Never(_) => unreachable!(),
@@ -115,9 +116,9 @@ impl<'s, T> View<'s, T> {
         let i = self.index(key);
         match &mut self.inner {
             #[cfg(feature = "stm")]
-            ViewInner::Stm { values, dirty } => {
-                dirty[i] = true;
-                &mut values[i]
+            ViewInner::Stm { values } => {
+                values[i].1 = true;
+                &mut values[i].0
             }
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &mut guards[i],
@@ -195,19 +196,16 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                     attempts += 1;
                     let mut values = Vec::with_capacity(sorted.len());
                     for &k in sorted {
-                        values.push(tx.read(&vars[k])?);
+                        values.push((tx.read(&vars[k])?, false));
                     }
                     let mut view = View {
                         keys: sorted,
-                        inner: ViewInner::Stm {
-                            values,
-                            dirty: vec![false; sorted.len()],
-                        },
+                        inner: ViewInner::Stm { values },
                     };
                     let r = f(&mut view);
-                    if let ViewInner::Stm { values, dirty } = view.inner {
-                        for ((v, d), &k) in values.into_iter().zip(dirty).zip(sorted) {
-                            if d {
+                    if let ViewInner::Stm { values } = view.inner {
+                        for ((v, dirty), &k) in values.into_iter().zip(sorted) {
+                            if dirty {
                                 tx.write(&vars[k], v)?;
                             }
                         }

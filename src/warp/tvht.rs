@@ -416,13 +416,20 @@ impl Tvht {
     }
 
     /// Checks a request and plans its buckets: one plan per body per step, and all keys.
-    fn plan_steps(&self, steps: &[Step<'_>]) -> Result<(Vec<Vec<Plan>>, Vec<usize>), TvhtError> {
+    /// Writes below the floor are refused; deletes there are allowed (the entries may be
+    /// gone, which is then reported as `NotFound`).
+    #[allow(clippy::type_complexity)]
+    fn plan_steps(
+        &self,
+        steps: &[Step<'_>],
+        check_floor: bool,
+    ) -> Result<(Vec<Vec<Plan>>, Vec<usize>), TvhtError> {
         let floor = self.floor();
-        let mut seen = BTreeSet::new();
+        let mut seen: Vec<(Tick, BodyId)> = Vec::new();
         let mut plans = Vec::with_capacity(steps.len());
         let mut keys = Vec::new();
         for s in steps {
-            if s.tick < floor {
+            if check_floor && s.tick < floor {
                 return Err(TvhtError::BehindFloor {
                     tick: s.tick,
                     floor,
@@ -430,17 +437,21 @@ impl Tvht {
             }
             let mut p = Vec::with_capacity(s.bodies.len());
             for b in s.bodies {
-                if !seen.insert((s.tick, b.body)) {
-                    return Err(TvhtError::Duplicate {
-                        body: b.body,
-                        tick: s.tick,
-                    });
-                }
                 let plan = self.plan(b.body, s.tick, &b.aabb)?;
                 keys.extend_from_slice(&plan.buckets);
                 p.push(plan);
+                seen.push((s.tick, b.body));
             }
             plans.push(p);
+        }
+        if seen.len() > 1 {
+            seen.sort_unstable();
+            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                return Err(TvhtError::Duplicate {
+                    body: w[0].1,
+                    tick: w[0].0,
+                });
+            }
         }
         Ok((plans, keys))
     }
@@ -466,7 +477,7 @@ impl Tvht {
         entity: EntityId,
         steps: &[Step<'_>],
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
-        let (plans, keys) = self.plan_steps(steps)?;
+        let (plans, keys) = self.plan_steps(steps, true)?;
         let floor = self.floor();
         let out = self.table.section(&keys, |view| {
             // Check everything before changing anything.
@@ -559,7 +570,7 @@ impl Tvht {
         entity: EntityId,
         steps: &[Step<'_>],
     ) -> Result<Vec<Contact>, TvhtError> {
-        let (plans, keys) = self.plan_steps_for_delete(steps)?;
+        let (plans, keys) = self.plan_steps(steps, false)?;
         let out = self.table.section(&keys, |view| {
             for (s, ps) in steps.iter().zip(&plans) {
                 for (b, p) in s.bodies.iter().zip(ps) {
@@ -618,33 +629,6 @@ impl Tvht {
             c.sort_unstable_by_key(Contact::key);
             c
         })
-    }
-
-    /// Like `plan_steps`, but deleting below the floor is allowed (the entries may be gone,
-    /// which is then reported as `NotFound`).
-    fn plan_steps_for_delete(
-        &self,
-        steps: &[Step<'_>],
-    ) -> Result<(Vec<Vec<Plan>>, Vec<usize>), TvhtError> {
-        let mut seen = BTreeSet::new();
-        let mut plans = Vec::with_capacity(steps.len());
-        let mut keys = Vec::new();
-        for s in steps {
-            let mut p = Vec::with_capacity(s.bodies.len());
-            for b in s.bodies {
-                if !seen.insert((s.tick, b.body)) {
-                    return Err(TvhtError::Duplicate {
-                        body: b.body,
-                        tick: s.tick,
-                    });
-                }
-                let plan = self.plan(b.body, s.tick, &b.aabb)?;
-                keys.extend_from_slice(&plan.buckets);
-                p.push(plan);
-            }
-            plans.push(p);
-        }
-        Ok((plans, keys))
     }
 
     /// Raises the floor to `tick` (it never goes down) and reclaims every entry and contact
