@@ -51,10 +51,12 @@
 //!
 //! ## Reclamation
 //!
-//! Entries and contacts before GVT are final and never read again. [`Tvht::prune_before`]
-//! raises the table's floor and sweeps every bucket; writes also drop entries below the floor
-//! from the buckets they change. Writes below the floor are refused. So the table holds at most
-//! about `window` ticks of entries, and its memory stays flat over a long run.
+//! Entries and contacts before GVT are final and never read again. [`Tvht::prune_step`] raises
+//! the table's floor and sweeps the next few buckets round robin (the engine calls it as GVT
+//! advances, so the whole table is swept about once per window); [`Tvht::prune_before`] sweeps
+//! all of it at once; writes also drop entries below the floor from the buckets they change.
+//! Writes below the floor are refused. So the table holds about `window` ticks of entries,
+//! and its memory stays flat over a long run.
 //!
 //! Static bodies are not in the table: each entity checks them itself (`DESIGN.md`).
 
@@ -293,6 +295,10 @@ pub struct Tvht {
     inv_cell: f32,
     max_cells: usize,
     floor: AtomicU64,
+    /// Where the next `prune_step` sweep starts.
+    cursor: AtomicU64,
+    /// The floor of the last full sweep: no entry is older (checked by `validate`).
+    swept: AtomicU64,
 }
 
 #[inline]
@@ -331,6 +337,8 @@ impl Tvht {
             inv_cell: 1.0 / config.cell_size,
             max_cells: config.max_cells_per_body,
             floor: AtomicU64::new(0),
+            cursor: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
         })
     }
 
@@ -632,25 +640,46 @@ impl Tvht {
     }
 
     /// Raises the floor to `tick` (it never goes down) and reclaims every entry and contact
-    /// before it; returns how many stored entry copies (one per bucket) were removed. Call it with `tick <= GVT` only:
-    /// nothing at or after GVT may be reclaimed. One small section per bucket.
+    /// before it; returns how many stored entry copies (one per bucket) were removed. Call it
+    /// with `tick <= GVT` only: nothing at or after GVT may be reclaimed. One small section
+    /// per bucket: a full sweep, for tests and the end of a run; during a run use
+    /// [`Tvht::prune_step`].
     pub fn prune_before(&self, tick: Tick) -> usize {
-        let floor = self.floor.fetch_max(tick, Ordering::AcqRel).max(tick);
-        let mut removed = 0;
-        for k in 0..self.table.len() {
-            removed += self.table.section(&[k], |v| {
-                let has_old = v.get(k).entries.iter().any(|e| e.tick < floor)
-                    || v.get(k).contacts.iter().any(|c| c.tick < floor);
-                if !has_old {
-                    return 0;
-                }
-                let b = v.get_mut(k);
-                let n = b.entries.len();
-                b.prune(floor);
-                n - b.entries.len()
-            });
-        }
-        removed
+        let floor = self.raise_floor(tick);
+        (0..self.table.len())
+            .map(|k| self.prune_bucket(k, floor))
+            .sum()
+    }
+
+    /// Raises the floor to `tick` (`<= GVT`) and sweeps the next `buckets` buckets, round
+    /// robin: calling it with `buckets / window` buckets per committed tick sweeps the whole
+    /// table once per window, which keeps memory flat at a small, steady cost (writes also
+    /// drop old entries from the buckets they change). Returns the copies removed.
+    pub fn prune_step(&self, tick: Tick, buckets: usize) -> usize {
+        let floor = self.raise_floor(tick);
+        let n = buckets.min(self.table.len());
+        let start = self.cursor.fetch_add(n as u64, Ordering::Relaxed);
+        (0..n as u64)
+            .map(|i| self.prune_bucket(((start + i) & self.mask) as usize, floor))
+            .sum()
+    }
+
+    fn raise_floor(&self, tick: Tick) -> Tick {
+        self.floor.fetch_max(tick, Ordering::AcqRel).max(tick)
+    }
+
+    fn prune_bucket(&self, k: usize, floor: Tick) -> usize {
+        self.table.section(&[k], |v| {
+            let has_old = v.get(k).entries.iter().any(|e| e.tick < floor)
+                || v.get(k).contacts.iter().any(|c| c.tick < floor);
+            if !has_old {
+                return 0;
+            }
+            let b = v.get_mut(k);
+            let n = b.entries.len();
+            b.prune(floor);
+            n - b.entries.len()
+        })
     }
 
     /// Every live entry (each once, whatever the number of cells it covers), sorted by tick
@@ -687,20 +716,26 @@ impl Tvht {
         self.table.snapshot().iter().map(|b| b.entries.len()).sum()
     }
 
-    /// Checks the invariants on a consistent snapshot: every entry is in exactly the buckets
-    /// its box's cells hash to, with identical copies, none behind the floor; every contact
-    /// record sits in the owner bucket of two overlapping entries of different entities at its
-    /// tick, once; and every such pair has its record.
+    /// Checks the invariants on a consistent snapshot. Live entries (at or after the floor)
+    /// are in exactly the buckets their boxes' cells hash to, with identical copies; every live
+    /// contact record sits in the owner bucket of two overlapping entries of different
+    /// entities at its tick, once; every such pair has its record. Entries behind the floor
+    /// may be partly reclaimed ([`Tvht::prune_step`] sweeps a slice at a time), but none is
+    /// older than the floor of the last full sweep ([`Tvht::prune_before`]).
     pub fn validate(&self) -> Result<(), TvhtError> {
-        let floor = self.floor();
+        let swept = self.swept.load(Ordering::Acquire);
         let snap = self.table.snapshot();
+        let floor = self.floor();
         let err = |s: String| Err(TvhtError::Invalid(s));
         let mut copies: BTreeMap<(Tick, BodyId), (TvhtEntry, Vec<usize>)> = BTreeMap::new();
         let mut records = BTreeSet::new();
         for (k, b) in snap.iter().enumerate() {
             for (i, e) in b.entries.iter().enumerate() {
+                if e.tick < swept {
+                    return err(format!("entry {e:?} behind the swept floor {swept}"));
+                }
                 if e.tick < floor {
-                    return err(format!("entry {e:?} behind the floor {floor}"));
+                    continue;
                 }
                 if b.entries[..i]
                     .iter()
@@ -715,8 +750,11 @@ impl Tvht {
                 c.1.push(k);
             }
             for (i, r) in b.contacts.iter().enumerate() {
-                if r.tick < floor || r.a >= r.b || b.contacts[..i].contains(r) {
+                if r.tick < swept || r.a >= r.b || b.contacts[..i].contains(r) {
                     return err(format!("bad or duplicate contact record {r:?} in {k}"));
+                }
+                if r.tick < floor {
+                    continue;
                 }
                 let (Some(x), Some(y)) = (b.find(r.a, r.tick), b.find(r.b, r.tick)) else {
                     return err(format!("contact {r:?} in bucket {k} lacks an entry"));
@@ -734,6 +772,7 @@ impl Tvht {
             for (i, x) in b.entries.iter().enumerate() {
                 for y in &b.entries[i + 1..] {
                     if x.tick == y.tick
+                        && x.tick >= floor
                         && x.entity != y.entity
                         && x.aabb.overlaps(&y.aabb)
                         && self.owner(x, y) == k
@@ -984,6 +1023,11 @@ mod tests {
         );
         t.prune_before(3); // never lowers
         assert_eq!(t.floor(), 15);
+        // Round-robin steps: after a whole table's worth, nothing before 18 is left.
+        let stored = t.stored_entries();
+        let removed: usize = (0..16).map(|_| t.prune_step(18, 8)).sum();
+        assert_eq!(stored - removed, t.stored_entries());
+        assert!(t.entries().iter().all(|e| e.tick >= 18));
         t.validate().unwrap();
     }
 
