@@ -297,11 +297,12 @@ impl GvtBuffer {
                     bodies: self.bodies,
                 });
             }
-            if seen.contains(&b) {
-                return Err(GvtError::AlreadyRecorded { body: b, tick });
-            }
             seen.push(b);
             keys.push(self.chunk_key(tick, b as usize / CHUNK));
+        }
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(GvtError::AlreadyRecorded { body: w[0], tick });
         }
         Ok(keys)
     }
