@@ -19,7 +19,7 @@
 //!
 //! Because the STM may run a section several times, **a section closure must be safe to
 //! re-run**: no effect outside its view; results are returned and acted on after the section
-//! ends (see [`table`]). [`stats`] counts sections, attempts and lock acquisitions for the run
+//! ends (see [`table`]). [`stats()`] counts sections, attempts and lock acquisitions for the run
 //! summary, with the STM's commits and aborts alongside.
 
 mod backend;

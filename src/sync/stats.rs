@@ -5,10 +5,10 @@
 //! taken by the lock backend. Like the STM crate's own counters, they must not add contention
 //! to what they measure, so they are striped: each thread adds to one of [`STRIPES`]
 //! cache-padded blocks, chosen once per thread, and [`stats`] sums the blocks. The STM's own
-//! commit and abort counts come from [`timewarp_stm::stats`] (process-wide) and are attached to
+//! commit and abort counts come from `timewarp_stm::stats()` (process-wide) and are attached to
 //! the snapshot in builds that carry the STM.
 //!
-//! These are plain `std` atomics even under loom (see [`primitive`](crate::primitive)): they
+//! These are plain `std` atomics even under loom (see the engine's `primitive` module): they
 //! never influence a decision.
 
 use crossbeam::utils::CachePadded;

@@ -24,9 +24,9 @@
 //!   (an atomic read) is the first uncommitted tick and never decreases (it may lag a commit
 //!   in progress by a moment, never lead it).
 //! * Every `frame_ticks`-th tick is a **frame**: when it commits, the states recorded for it by
-//!   all bodies, in body order, are queued for the output; [`drain_committed`]
-//!   (GvtBuffer::drain_committed) hands them out in tick order, each once, to whoever calls it
-//!   (one consumer: the output).
+//!   all bodies, in body order, are queued for the output;
+//!   [`drain_committed`](GvtBuffer::drain_committed) hands them out in tick order, each once,
+//!   to whoever calls it (one consumer: the output).
 //!
 //! ## Layout
 //!
