@@ -466,6 +466,8 @@ impl GvtBuffer {
             let Some(frame_states) = committed else {
                 return;
             };
+            // GVT first, so that a drained frame is always behind the GVT word.
+            self.gvt.fetch_max(t + 1, Ordering::AcqRel);
             if frame {
                 let mut o = self
                     .output
@@ -473,7 +475,6 @@ impl GvtBuffer {
                     .expect("the output queue's lock was poisoned");
                 o.frames.insert(t, frame_states);
             }
-            self.gvt.fetch_max(t + 1, Ordering::AcqRel);
             t += 1;
         }
     }
