@@ -70,6 +70,7 @@ enum ViewInner<'s, T> {
     Stm { values: Vec<(T, bool)> },
     #[cfg(feature = "locks")]
     Locks { guards: Vec<MutexGuard<'s, T>> },
+    /// Never built: keeps `'s` used in a build without the lock backend.
     #[allow(dead_code)]
     Never(std::marker::PhantomData<&'s T>),
 }
