@@ -260,10 +260,23 @@ struct ContactRec {
 }
 
 /// One bucket: entries and contact records of the (cell, tick)s hashed to it.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct Bucket {
     entries: Vec<TvhtEntry>,
     contacts: Vec<ContactRec>,
+}
+
+impl Clone for Bucket {
+    /// The STM clones a bucket per attempt, and a write then pushes an entry: the copy gets
+    /// room for one more entry, so that the push does not reallocate and copy again.
+    fn clone(&self) -> Self {
+        let mut entries = Vec::with_capacity(self.entries.len() + 1);
+        entries.extend_from_slice(&self.entries);
+        Bucket {
+            entries,
+            contacts: self.contacts.clone(),
+        }
+    }
 }
 
 impl Bucket {
