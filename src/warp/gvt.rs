@@ -567,7 +567,8 @@ impl GvtBuffer {
     }
 }
 
-#[cfg(test)]
+// Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

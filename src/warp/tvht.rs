@@ -823,7 +823,8 @@ impl Tvht {
     }
 }
 
-#[cfg(test)]
+// Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use glam::{Quat, Vec3};
