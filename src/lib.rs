@@ -17,6 +17,8 @@
 //! - [`islands`]: the persistent island graph (Box2D v3): link, deferred split, sleep and wake.
 //! - [`frame`]: the frame-centric baseline engine.
 //! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
+//! - [`sync`]: the seam between the engine and its guard: STM transactions or ordered locks.
+//! - [`warp`]: object-centric timewarp: the TVHT and the GVT buffer.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
 
 pub mod dynamics;
@@ -24,5 +26,8 @@ pub mod frame;
 pub mod geometry;
 pub mod islands;
 pub mod output;
+mod primitive;
 pub mod run;
 pub mod scene;
+pub mod sync;
+pub mod warp;

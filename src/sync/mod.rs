@@ -1,0 +1,31 @@
+//! # sync: the seam between the engine and its guard
+//!
+//! The engine's shared structures — the TVHT and the GVT buffer of seed 000 (Koenig,
+//! Karamouzas and Guy, Sections 3 and 4), later the island graph — are arrays of slots changed
+//! only inside **critical sections**. A section names, up front, the keys (slot indices, e.g.
+//! TVHT bucket ids) it will touch and then reads and writes just those slots. What makes the
+//! section atomic is chosen by Cargo features (`DESIGN.md`, "The guard"):
+//!
+//! * `locks`: Koenig's Algorithm 1 — sort the keys, lock them all in ascending order for the
+//!   whole section. Deadlock-free by ordering (Lemma 1, argued in [`table`]).
+//! * `stm` (default): the section is one transaction of our TL2 STM (`timewarp-stm`, the design
+//!   seed 004 also uses), retried on conflict.
+//!
+//! A build with one feature carries only that backend (`timewarp-stm` is an optional dependency
+//! enabled by `stm`); a build with both picks one at run time per table with [`Backend`]
+//! (`"stm".parse()`, `"locks".parse()`; naming a backend that is not compiled in is a
+//! [`BackendError`]). Nothing else differs between the builds: the TVHT and GVT code above the
+//! seam is the same, and so are its results, because a section behaves as if run alone.
+//!
+//! Because the STM may run a section several times, **a section closure must be safe to
+//! re-run**: no effect outside its view; results are returned and acted on after the section
+//! ends (see [`table`]). [`stats()`] counts sections, attempts and lock acquisitions for the run
+//! summary, with the STM's commits and aborts alongside.
+
+mod backend;
+pub mod stats;
+pub mod table;
+
+pub use backend::{Backend, BackendError};
+pub use stats::{SyncStats, stats};
+pub use table::{Table, View};

@@ -1,0 +1,361 @@
+//! `Table<T>`: a fixed array of guarded slots and the critical sections over them.
+//!
+//! A section names the slots (keys) it will touch, then runs a closure that sees exactly those
+//! slots through a [`View`]. The two backends give the closure the same guarantee — it runs
+//! as if alone on its keys — in different ways:
+//!
+//! * **locks** (`Backend::Locks`): one `Mutex<T>` per slot. The keys are sorted and deduplicated
+//!   and the mutexes taken in ascending key order, all of them before the closure runs, and
+//!   released only after it returns (Koenig et al., seed 000, Section 4, Algorithm 1). The view
+//!   hands out the held guards. The closure runs exactly once.
+//! * **STM** (`Backend::Stm`): one `TVar<T>` per slot. The section is one `timewarp-stm`
+//!   transaction: an attempt reads every named slot first (a clone each: an opaque, consistent
+//!   snapshot, so the closure never sees a half-done section of another thread), runs the
+//!   closure on those copies, and buffers a write of every slot taken with
+//!   [`View::get_mut`]; the commit publishes them all at once, or the attempt aborts and runs
+//!   again on a fresh snapshot.
+//!
+//! So a section closure **may run more than once** and must be safe to re-run: it must have no
+//! effect outside the view (no I/O, no messages, no pushes to outer vectors, no atomics or other
+//! locks): it *returns* what it found, and the caller acts on it after `section` returns. Only
+//! the last run's return value is returned. It must also not start another section (the STM
+//! does not nest; the locks would self-deadlock on a shared key).
+//!
+//! A closure that wants to fail without effect (bad input found halfway) must check before it
+//! mutates: under locks, a `get_mut` changes the slot in place at once.
+//!
+//! **Cost.** The STM backend clones every named slot per attempt and moves the mutated copies
+//! into fresh allocations at commit; slot contents should therefore be small or cheap to clone
+//! (the TVHT keeps buckets short by hashing cell *and* tick; the GVT buffer splits a tick into
+//! 64-body chunks). The `tvht` bench measures both backends.
+//!
+//! ## Lemma 1: the lock backend cannot deadlock
+//!
+//! (Seed 000, Lemma 1, adapted.) A deadlock needs a cycle of threads, each holding a mutex and
+//! waiting for one held by the next (Coffman's circular wait). In a section, a thread waits
+//! only while acquiring, and it acquires its keys in strictly ascending order (sorted,
+//! duplicates removed, so it never waits for a mutex it holds). So a thread waiting for key
+//! `k` holds only keys `< k`. Along a cycle `T1 → T2 → … → T1`, where `Ti` waits for `ki` held
+//! by `Ti+1`, the thread `Ti+1` holds `ki` and waits for `ki+1 > ki`; going round the cycle
+//! gives `k1 < k2 < … < k1`, a contradiction. Sections do not nest and closures take no other
+//! locks (the contract above), so no other wait can close a cycle. Every waiting thread thus
+//! eventually acquires, provided every closure terminates.
+//!
+//! The STM backend needs no such argument: its commit locks with a bounded spin and aborts
+//! instead of waiting, and after a few conflicts a section runs irrevocably (the STM's
+//! progress guarantee, see `timewarp_stm`).
+
+use super::backend::Backend;
+use super::stats::add_section;
+#[cfg(feature = "locks")]
+use crate::primitive::{Mutex, MutexGuard};
+#[cfg(feature = "stm")]
+use timewarp_stm::{TVar, atomically};
+
+enum Slots<T> {
+    #[cfg(feature = "stm")]
+    Stm(Box<[TVar<T>]>),
+    #[cfg(feature = "locks")]
+    Locks(Box<[Mutex<T>]>),
+}
+
+/// A fixed array of guarded slots.
+pub struct Table<T> {
+    slots: Slots<T>,
+}
+
+enum ViewInner<'s, T> {
+    #[cfg(feature = "stm")]
+    /// Each named slot's copy, and whether it was taken mutably.
+    Stm { values: Vec<(T, bool)> },
+    #[cfg(feature = "locks")]
+    Locks { guards: Vec<MutexGuard<'s, T>> },
+    /// Never built: keeps `'s` used in a build without the lock backend.
+    #[allow(dead_code)]
+    Never(std::marker::PhantomData<&'s T>),
+}
+
+/// What a section closure sees: the slots it named, and nothing else.
+pub struct View<'s, T> {
+    keys: &'s [usize],
+    inner: ViewInner<'s, T>,
+}
+
+impl<'s, T> View<'s, T> {
+    /// The named keys, sorted ascending, without duplicates.
+    pub fn keys(&self) -> &[usize] {
+        self.keys
+    }
+
+    /// Whether `key` was named by the section.
+    pub fn contains(&self, key: usize) -> bool {
+        self.keys.binary_search(&key).is_ok()
+    }
+
+    fn index(&self, key: usize) -> usize {
+        match self.keys.binary_search(&key) {
+            Ok(i) => i,
+            Err(_) => panic!("section touched key {key}, which it did not name"),
+        }
+    }
+
+    /// The slot `key` (which the section must have named).
+    pub fn get(&self, key: usize) -> &T {
+        let i = self.index(key);
+        match &self.inner {
+            #[cfg(feature = "stm")]
+            ViewInner::Stm { values } => &values[i].0,
+            #[cfg(feature = "locks")]
+            ViewInner::Locks { guards } => &guards[i],
+            ViewInner::Never(_) => unreachable!(),
+        }
+    }
+
+    /// The slot `key`, to modify (which the section must have named). Under the STM it is
+    /// written back at commit; under locks it is changed in place at once.
+    pub fn get_mut(&mut self, key: usize) -> &mut T {
+        let i = self.index(key);
+        match &mut self.inner {
+            #[cfg(feature = "stm")]
+            ViewInner::Stm { values } => {
+                values[i].1 = true;
+                &mut values[i].0
+            }
+            #[cfg(feature = "locks")]
+            ViewInner::Locks { guards } => &mut guards[i],
+            ViewInner::Never(_) => unreachable!(),
+        }
+    }
+}
+
+/// Sorts and deduplicates `keys` into `out`, checking them against `len`.
+fn sort_keys(keys: &[usize], len: usize, out: &mut Vec<usize>) {
+    out.clear();
+    out.extend_from_slice(keys);
+    if !out.is_sorted() {
+        out.sort_unstable();
+    }
+    out.dedup();
+    if let Some(&last) = out.last() {
+        assert!(
+            last < len,
+            "section key {last} out of range (table of {len} slots)"
+        );
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Table<T> {
+    /// A table of `len` slots guarded by `backend`, slot `i` holding `init(i)`.
+    pub fn new(backend: Backend, len: usize, mut init: impl FnMut(usize) -> T) -> Self {
+        let slots = match backend {
+            #[cfg(feature = "stm")]
+            Backend::Stm => Slots::Stm((0..len).map(|i| TVar::new(init(i))).collect()),
+            #[cfg(feature = "locks")]
+            Backend::Locks => Slots::Locks((0..len).map(|i| Mutex::new(init(i))).collect()),
+        };
+        Table { slots }
+    }
+
+    /// The backend guarding this table.
+    pub fn backend(&self) -> Backend {
+        match &self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(_) => Backend::Stm,
+            #[cfg(feature = "locks")]
+            Slots::Locks(_) => Backend::Locks,
+        }
+    }
+
+    /// The number of slots.
+    pub fn len(&self) -> usize {
+        match &self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(s) => s.len(),
+            #[cfg(feature = "locks")]
+            Slots::Locks(s) => s.len(),
+        }
+    }
+
+    /// Whether the table has no slot.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs `f` as one critical section over the slots `keys` (any order, duplicates allowed;
+    /// each must be `< len`, else this panics: keys are computed by the engine, never input).
+    /// `f` may run several times and must have no effect outside the view (see the module
+    /// documentation); the value of its last run is returned.
+    pub fn section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
+        let mut sorted = Vec::with_capacity(keys.len());
+        sort_keys(keys, self.len(), &mut sorted);
+        let sorted = &sorted[..];
+        match &self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(vars) => {
+                let mut attempts = 0u64;
+                let r = atomically(|tx| {
+                    attempts += 1;
+                    let mut values = Vec::with_capacity(sorted.len());
+                    for &k in sorted {
+                        values.push((tx.read(&vars[k])?, false));
+                    }
+                    let mut view = View {
+                        keys: sorted,
+                        inner: ViewInner::Stm { values },
+                    };
+                    let r = f(&mut view);
+                    if let ViewInner::Stm { values } = view.inner {
+                        for ((v, dirty), &k) in values.into_iter().zip(sorted) {
+                            if dirty {
+                                tx.write(&vars[k], v)?;
+                            }
+                        }
+                    }
+                    Ok(r)
+                });
+                add_section(attempts, sorted.len() as u64, 0);
+                r
+            }
+            #[cfg(feature = "locks")]
+            Slots::Locks(mutexes) => {
+                // Algorithm 1: ascending order, all before the closure, held to its end.
+                let guards = sorted
+                    .iter()
+                    .map(|&k| {
+                        mutexes[k]
+                            .lock()
+                            .expect("a section panicked while holding this slot")
+                    })
+                    .collect();
+                let mut view = View {
+                    keys: sorted,
+                    inner: ViewInner::Locks { guards },
+                };
+                let r = f(&mut view);
+                drop(view);
+                add_section(1, sorted.len() as u64, sorted.len() as u64);
+                r
+            }
+        }
+    }
+
+    /// A consistent copy of every slot (one section over all keys; meant for checks and
+    /// tests, it serialises with every other section).
+    pub fn snapshot(&self) -> Vec<T> {
+        let keys: Vec<usize> = (0..self.len()).collect();
+        self.section(&keys, |v| keys.iter().map(|&k| v.get(k).clone()).collect())
+    }
+}
+
+// Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn sections_see_and_change_only_their_keys() {
+        for &b in Backend::COMPILED {
+            let t = Table::new(b, 8, |i| i as u64 * 10);
+            assert_eq!(t.backend(), b);
+            assert_eq!(t.len(), 8);
+            let r = t.section(&[5, 2, 5], |v| {
+                assert_eq!(v.keys(), &[2, 5]);
+                assert!(v.contains(2) && !v.contains(3));
+                let s = *v.get(2) + *v.get(5);
+                *v.get_mut(5) += 1;
+                s
+            });
+            assert_eq!(r, 70);
+            assert_eq!(t.snapshot(), vec![0, 10, 20, 30, 40, 51, 60, 70]);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "did not name")]
+    fn touching_an_unnamed_key_panics() {
+        let t = Table::new(Backend::default(), 4, |_| 0u8);
+        t.section(&[1], |v| *v.get(2));
+    }
+
+    /// Transfers between random slot pairs from many threads; the total is audited inside
+    /// sections over all keys, and it never changes.
+    #[test]
+    fn concurrent_transfers_conserve_the_total() {
+        for &b in Backend::COMPILED {
+            let t = Arc::new(Table::new(b, 16, |_| 1000i64));
+            let before = super::super::stats();
+            let handles: Vec<_> = (0..16u64)
+                .map(|seed| {
+                    let t = t.clone();
+                    std::thread::spawn(move || {
+                        let mut rng = crate::scene::SplitMix64::new(seed);
+                        for i in 0..300 {
+                            let a = (rng.next_u64() % 16) as usize;
+                            let c = (rng.next_u64() % 16) as usize;
+                            if i % 50 == 0 {
+                                let all: Vec<usize> = (0..16).rev().collect();
+                                let sum: i64 =
+                                    t.section(&all, |v| all.iter().map(|&k| *v.get(k)).sum());
+                                assert_eq!(sum, 16_000);
+                            }
+                            t.section(&[a, c], |v| {
+                                *v.get_mut(a) -= 7;
+                                *v.get_mut(c) += 7;
+                            });
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(t.snapshot().iter().sum::<i64>(), 16_000);
+            let s = super::super::stats().since(&before);
+            assert!(s.sections >= 16 * 306);
+            assert!(s.attempts >= s.sections);
+        }
+    }
+}
+
+/// Loom models of the seam itself: `RUSTFLAGS="--cfg loom" cargo test --lib --release
+/// --features stm,locks sync::table::loom_models`. Every interleaving of two sections that
+/// name the same keys in opposite orders must finish (no deadlock) with both applied.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+
+    fn crossed_sections(backend: Backend) {
+        loom::model(move || {
+            let t = Arc::new(Table::new(backend, 2, |_| 0u32));
+            let t2 = t.clone();
+            let h = loom::thread::spawn(move || {
+                t2.section(&[1, 0], |v| {
+                    *v.get_mut(1) += 1;
+                    *v.get_mut(0) += 1;
+                })
+            });
+            t.section(&[0, 1], |v| {
+                let (a, b) = (*v.get(0), *v.get(1));
+                assert_eq!(a, b, "a section saw the other half done");
+                *v.get_mut(0) = a + 10;
+                *v.get_mut(1) = b + 10;
+            });
+            h.join().unwrap();
+            assert_eq!(t.snapshot(), vec![11, 11]);
+        });
+    }
+
+    #[cfg(feature = "locks")]
+    #[test]
+    fn lock_sections_in_crossed_order_neither_deadlock_nor_interleave() {
+        crossed_sections(Backend::Locks);
+    }
+
+    #[cfg(feature = "stm")]
+    #[test]
+    fn stm_sections_in_crossed_order_are_atomic() {
+        crossed_sections(Backend::Stm);
+    }
+}

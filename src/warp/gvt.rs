@@ -1,0 +1,683 @@
+//! # The GVT buffer: commit ticks in order, hand committed frames to the output
+//!
+//! Seed 000 (Koenig, Karamouzas and Guy), Section 3: "once an entity computes a new physical
+//! state and any corresponding events have been acknowledged by other involved entities, each
+//! entity records its latest physical state into a write parallel buffer for the given LVT
+//! value and increments a shared counter. Conversely, during rollback, entities remove their
+//! entries from this shared buffer, decrement the shared counter [...]. A frame update is
+//! triggered when the counter for a given LVT value is equal to the number of entities." The
+//! global virtual time (GVT) is then the first tick not yet committed; everything before it is
+//! final, and entities may run ahead only to `LVT_ub = GVT + window` (Section 3 and Algorithm 5).
+//!
+//! ## Contract
+//!
+//! * An entity [`record`](GvtBuffer::record)s tick `t` for its bodies only when its state at
+//!   `t` is final as far as it knows: every event it sent at ticks `<= t` has been
+//!   acknowledged, and every event it received at ticks `<= t` has been applied. (This is what
+//!   makes a committed tick final: an event at `t` can then only come from an entity that has
+//!   not recorded `t`, so `t` is not committed yet.)
+//! * On rollback to `r` it [`unrecord`](GvtBuffer::unrecord)s every tick `> r` it had
+//!   recorded, newest first. Unrecording a committed tick is refused
+//!   ([`GvtError::Committed`]): the protocol guarantees it never happens.
+//! * Tick `t` is **committed** when all bodies have recorded it and `t - 1` is committed.
+//!   Commits are final and happen in tick order, each exactly once; [`gvt`](GvtBuffer::gvt)
+//!   (an atomic read) is the first uncommitted tick and never decreases (it may lag a commit
+//!   in progress by a moment, never lead it).
+//! * Every `frame_ticks`-th tick is a **frame**: when it commits, the states recorded for it by
+//!   all bodies, in body order, are queued for the output;
+//!   [`drain_committed`](GvtBuffer::drain_committed) hands them out in tick order, each once,
+//!   to whoever calls it (one consumer: the output).
+//!
+//! ## Layout
+//!
+//! A ring of `window + slack` tick slots, reused as GVT advances, so memory is flat. A tick slot
+//! is split into chunks of 64 bodies (a presence bit mask and, for frame ticks, the 64
+//! states) plus a counter of full chunks. All are slots of one [`Table`] of the
+//! [`sync`](crate::sync) seam: a record or unrecord is one section over its bodies' chunks and
+//! the tick's counter (so entities with bodies in different chunks record concurrently, and
+//! the STM clones at most one 64-body chunk per body group); committing tick `t` is one
+//! section over `t`'s counter and chunks and `t - 1`'s counter (which tells whether `t - 1` is
+//! committed: its slot then already holds `t - 1 + ring`). The record that completes a tick
+//! then commits it and any complete ticks after it; the commit of `t - 1` also tries `t`, so
+//! a complete tick is committed by whichever of the two happens last: none is left behind.
+//! No global word is written inside a section; the GVT atomic is raised after.
+
+use super::{BodyId, Tick};
+use crate::dynamics::BodyState;
+use crate::primitive::{AtomicU64, Mutex, Ordering};
+use crate::sync::{Backend, Table};
+use glam::{Quat, Vec3};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Bodies per chunk.
+const CHUNK: usize = 64;
+
+/// The state stored before a body records a frame tick.
+const BLANK: BodyState = BodyState {
+    position: Vec3::ZERO,
+    rotation: Quat::IDENTITY,
+    velocity: Vec3::ZERO,
+    angular_velocity: Vec3::ZERO,
+};
+
+/// The buffer's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GvtConfig {
+    /// Number of (dynamic) bodies, numbered `0..bodies`.
+    pub bodies: usize,
+    /// The first tick to commit (GVT at the start).
+    pub start_tick: Tick,
+    /// Frames are the ticks that are multiples of this (>= 1).
+    pub frame_ticks: u64,
+    /// `LVT_ub - GVT` (>= 1).
+    pub window: u64,
+    /// Extra ring slots beyond the window (>= 1), so that a tick at `LVT_ub` has a slot.
+    pub slack: u64,
+}
+
+impl GvtConfig {
+    /// Starts at tick 0 with a slack of a quarter window (at least 1).
+    pub fn new(bodies: usize, frame_ticks: u64, window: u64) -> Self {
+        GvtConfig {
+            bodies,
+            start_tick: 0,
+            frame_ticks,
+            window,
+            slack: (window / 4).max(1),
+        }
+    }
+}
+
+/// Why a GVT-buffer operation was refused (nothing was changed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GvtError {
+    /// The configuration is unusable.
+    Config(String),
+    /// A body id `>= bodies`.
+    UnknownBody { body: BodyId, bodies: usize },
+    /// The body has already recorded this tick (or is named twice).
+    AlreadyRecorded { body: BodyId, tick: Tick },
+    /// `unrecord` of a body that has not recorded this tick.
+    NotRecorded { body: BodyId, tick: Tick },
+    /// The tick is committed (behind GVT): it cannot change any more.
+    Committed { tick: Tick },
+    /// The tick is beyond the ring (`>= GVT + window + slack`).
+    BeyondWindow { tick: Tick, gvt: Tick, ring: u64 },
+    /// `validate` found a broken invariant.
+    Invalid(String),
+}
+
+impl fmt::Display for GvtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GvtError::Config(s) => write!(f, "bad GVT buffer configuration: {s}"),
+            GvtError::UnknownBody { body, bodies } => {
+                write!(f, "body {body} does not exist (there are {bodies})")
+            }
+            GvtError::AlreadyRecorded { body, tick } => {
+                write!(f, "body {body} has already recorded tick {tick}")
+            }
+            GvtError::NotRecorded { body, tick } => {
+                write!(f, "body {body} has not recorded tick {tick}")
+            }
+            GvtError::Committed { tick } => {
+                write!(f, "tick {tick} is already committed (behind GVT)")
+            }
+            GvtError::BeyondWindow { tick, gvt, ring } => write!(
+                f,
+                "tick {tick} is beyond the buffer (GVT {gvt} + {ring} ticks of ring)"
+            ),
+            GvtError::Invalid(s) => write!(f, "GVT buffer invariant broken: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for GvtError {}
+
+#[derive(Clone, Debug)]
+enum Slot {
+    /// How many chunks of `tick` are full.
+    Count { tick: Tick, full: u32 },
+    /// Which bodies of the chunk have recorded `tick`, and (frame ticks only) their states.
+    Chunk {
+        tick: Tick,
+        bits: u64,
+        states: Vec<BodyState>,
+    },
+}
+
+/// Committed frames waiting for the consumer.
+struct Output {
+    frames: BTreeMap<Tick, Vec<BodyState>>,
+    next: Tick,
+}
+
+/// The GVT buffer.
+pub struct GvtBuffer {
+    table: Table<Slot>,
+    bodies: usize,
+    chunks: usize,
+    ring: u64,
+    window: u64,
+    start: Tick,
+    frame_ticks: u64,
+    gvt: AtomicU64,
+    output: Mutex<Output>,
+}
+
+impl GvtBuffer {
+    /// An empty buffer with GVT at `config.start_tick`.
+    pub fn new(backend: Backend, config: GvtConfig) -> Result<GvtBuffer, GvtError> {
+        let c = config;
+        if c.bodies == 0 || c.bodies > u32::MAX as usize {
+            return Err(GvtError::Config(format!(
+                "bodies must be in 1..=2^32-1, got {}",
+                c.bodies
+            )));
+        }
+        if c.frame_ticks == 0 || c.window == 0 || c.slack == 0 {
+            return Err(GvtError::Config(
+                "frame_ticks, window and slack must be at least 1".into(),
+            ));
+        }
+        let Some(ring) = c.window.checked_add(c.slack).filter(|&r| r <= 1 << 20) else {
+            return Err(GvtError::Config(format!(
+                "window + slack must be at most 2^20 ticks, got {} + {}",
+                c.window, c.slack
+            )));
+        };
+        let chunks = c.bodies.div_ceil(CHUNK);
+        let ring_us = ring as usize;
+        let first_tick = |i: usize| {
+            let i = i as u64;
+            c.start_tick + (i + ring - c.start_tick % ring) % ring
+        };
+        let frame_len = |t: Tick, chunk: usize| {
+            if t % c.frame_ticks == 0 {
+                CHUNK.min(c.bodies - chunk * CHUNK)
+            } else {
+                0
+            }
+        };
+        let table = Table::new(backend, ring_us * (1 + chunks), |k| {
+            if k < ring_us {
+                Slot::Count {
+                    tick: first_tick(k),
+                    full: 0,
+                }
+            } else {
+                let (i, chunk) = ((k - ring_us) / chunks, (k - ring_us) % chunks);
+                let tick = first_tick(i);
+                Slot::Chunk {
+                    tick,
+                    bits: 0,
+                    states: vec![BLANK; frame_len(tick, chunk)],
+                }
+            }
+        });
+        Ok(GvtBuffer {
+            table,
+            bodies: c.bodies,
+            chunks,
+            ring,
+            window: c.window,
+            start: c.start_tick,
+            frame_ticks: c.frame_ticks,
+            gvt: AtomicU64::new(c.start_tick),
+            output: Mutex::new(Output {
+                frames: BTreeMap::new(),
+                next: c.start_tick.next_multiple_of(c.frame_ticks),
+            }),
+        })
+    }
+
+    /// The backend guarding the buffer.
+    pub fn backend(&self) -> Backend {
+        self.table.backend()
+    }
+
+    /// The first uncommitted tick (monotonic; one atomic load).
+    pub fn gvt(&self) -> Tick {
+        self.gvt.load(Ordering::Acquire)
+    }
+
+    /// How far an entity may run ahead now: `LVT_ub = GVT + window`.
+    pub fn lvt_upper_bound(&self) -> Tick {
+        self.gvt() + self.window
+    }
+
+    /// The window.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// Number of bodies.
+    pub fn bodies(&self) -> usize {
+        self.bodies
+    }
+
+    fn count_key(&self, t: Tick) -> usize {
+        (t % self.ring) as usize
+    }
+
+    fn chunk_key(&self, t: Tick, chunk: usize) -> usize {
+        self.ring as usize + (t % self.ring) as usize * self.chunks + chunk
+    }
+
+    fn is_frame(&self, t: Tick) -> bool {
+        t % self.frame_ticks == 0
+    }
+
+    fn chunk_mask(&self, chunk: usize) -> u64 {
+        let n = CHUNK.min(self.bodies - chunk * CHUNK);
+        if n == CHUNK {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        }
+    }
+
+    /// Checks body ids and the rough tick range; returns the keys of the section.
+    fn keys_for(
+        &self,
+        tick: Tick,
+        bodies: impl Iterator<Item = BodyId>,
+    ) -> Result<Vec<usize>, GvtError> {
+        let gvt = self.gvt();
+        if tick < gvt {
+            return Err(GvtError::Committed { tick });
+        }
+        let mut keys = vec![self.count_key(tick)];
+        let mut seen = Vec::new();
+        for b in bodies {
+            if b as usize >= self.bodies {
+                return Err(GvtError::UnknownBody {
+                    body: b,
+                    bodies: self.bodies,
+                });
+            }
+            seen.push(b);
+            keys.push(self.chunk_key(tick, b as usize / CHUNK));
+        }
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(GvtError::AlreadyRecorded { body: w[0], tick });
+        }
+        Ok(keys)
+    }
+
+    /// The error for a slot holding `have` instead of `tick`.
+    fn slot_error(&self, tick: Tick, have: Tick) -> GvtError {
+        if have > tick {
+            GvtError::Committed { tick }
+        } else {
+            GvtError::BeyondWindow {
+                tick,
+                gvt: self.gvt(),
+                ring: self.ring,
+            }
+        }
+    }
+
+    /// Records that the given bodies (all of one entity) have finished `tick`, with their
+    /// states at `tick` (kept for frame ticks only). See the module contract. If this completes
+    /// the tick, the tick and any complete ticks after it are committed before this returns.
+    pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<(), GvtError> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        let keys = self.keys_for(tick, bodies.iter().map(|b| b.0))?;
+        let (ck, frame) = (self.count_key(tick), self.is_frame(tick));
+        let complete = self.table.section(&keys, |v| {
+            let Slot::Count { tick: have, .. } = *v.get(ck) else {
+                unreachable!()
+            };
+            if have != tick {
+                return Err(self.slot_error(tick, have));
+            }
+            for &(b, _) in bodies {
+                let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
+                else {
+                    unreachable!()
+                };
+                if bits & (1 << (b as usize % CHUNK)) != 0 {
+                    return Err(GvtError::AlreadyRecorded { body: b, tick });
+                }
+            }
+            let mut newly_full = 0;
+            for &(b, s) in bodies {
+                let chunk = b as usize / CHUNK;
+                let mask = self.chunk_mask(chunk);
+                let Slot::Chunk { bits, states, .. } = v.get_mut(self.chunk_key(tick, chunk))
+                else {
+                    unreachable!()
+                };
+                *bits |= 1 << (b as usize % CHUNK);
+                if frame {
+                    states[b as usize % CHUNK] = s;
+                }
+                if *bits == mask {
+                    newly_full += 1;
+                }
+            }
+            let Slot::Count { full, .. } = v.get_mut(ck) else {
+                unreachable!()
+            };
+            *full += newly_full;
+            Ok(*full as usize == self.chunks)
+        })?;
+        if complete {
+            self.advance(tick);
+        }
+        Ok(())
+    }
+
+    /// Takes back the record of `tick` for the given bodies (rollback). Refused for a
+    /// committed tick.
+    pub fn unrecord(&self, tick: Tick, bodies: &[BodyId]) -> Result<(), GvtError> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        let keys = self.keys_for(tick, bodies.iter().copied())?;
+        let ck = self.count_key(tick);
+        self.table.section(&keys, |v| {
+            let Slot::Count { tick: have, .. } = *v.get(ck) else {
+                unreachable!()
+            };
+            if have != tick {
+                return Err(self.slot_error(tick, have));
+            }
+            for &b in bodies {
+                let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
+                else {
+                    unreachable!()
+                };
+                if bits & (1 << (b as usize % CHUNK)) == 0 {
+                    return Err(GvtError::NotRecorded { body: b, tick });
+                }
+            }
+            let mut no_longer_full = 0;
+            for &b in bodies {
+                let chunk = b as usize / CHUNK;
+                let mask = self.chunk_mask(chunk);
+                let Slot::Chunk { bits, .. } = v.get_mut(self.chunk_key(tick, chunk)) else {
+                    unreachable!()
+                };
+                if *bits == mask {
+                    no_longer_full += 1;
+                }
+                *bits &= !(1 << (b as usize % CHUNK));
+            }
+            let Slot::Count { full, .. } = v.get_mut(ck) else {
+                unreachable!()
+            };
+            *full -= no_longer_full;
+            Ok(())
+        })
+    }
+
+    /// Commits `t` if it is complete and `t - 1` is committed, then `t + 1`, and so on.
+    fn advance(&self, mut t: Tick) {
+        loop {
+            let mut keys: Vec<usize> = (0..self.chunks).map(|c| self.chunk_key(t, c)).collect();
+            keys.push(self.count_key(t));
+            let pred = (t > self.start).then(|| self.count_key(t - 1));
+            keys.extend(pred);
+            let frame = self.is_frame(t);
+            let next_is_frame = self.is_frame(t + self.ring);
+            let committed = self.table.section(&keys, |v| {
+                if let Some(pk) = pred {
+                    let Slot::Count { tick: p, .. } = *v.get(pk) else {
+                        unreachable!()
+                    };
+                    if p < t {
+                        return None; // t - 1 not committed yet: its commit will try t.
+                    }
+                }
+                let Slot::Count { tick: have, full } = *v.get(self.count_key(t)) else {
+                    unreachable!()
+                };
+                if have != t || full as usize != self.chunks {
+                    return None; // committed by someone else already, or not complete.
+                }
+                let mut out = Vec::with_capacity(if frame { self.bodies } else { 0 });
+                for c in 0..self.chunks {
+                    let Slot::Chunk { tick, bits, states } = v.get_mut(self.chunk_key(t, c)) else {
+                        unreachable!()
+                    };
+                    if frame {
+                        out.extend_from_slice(states);
+                    }
+                    *tick = t + self.ring;
+                    *bits = 0;
+                    let len = CHUNK.min(self.bodies - c * CHUNK);
+                    states.clear();
+                    if next_is_frame {
+                        states.resize(len, BLANK);
+                    }
+                }
+                *v.get_mut(self.count_key(t)) = Slot::Count {
+                    tick: t + self.ring,
+                    full: 0,
+                };
+                Some(out)
+            });
+            let Some(frame_states) = committed else {
+                return;
+            };
+            // GVT first, so that a drained frame is always behind the GVT word.
+            self.gvt.fetch_max(t + 1, Ordering::AcqRel);
+            if frame {
+                let mut o = self
+                    .output
+                    .lock()
+                    .expect("the output queue's lock was poisoned");
+                o.frames.insert(t, frame_states);
+            }
+            t += 1;
+        }
+    }
+
+    /// The committed frames not handed out yet, in tick order: `(tick, states of all bodies in
+    /// body order)`. Each frame is returned by exactly one call.
+    pub fn drain_committed(&self) -> Vec<(Tick, Vec<BodyState>)> {
+        let mut o = self
+            .output
+            .lock()
+            .expect("the output queue's lock was poisoned");
+        let mut out = Vec::new();
+        loop {
+            let next = o.next;
+            let Some(states) = o.frames.remove(&next) else {
+                break;
+            };
+            out.push((next, states));
+            o.next = next + self.frame_ticks;
+        }
+        out
+    }
+
+    /// Checks the invariants on a consistent snapshot: the ring holds the `ring` ticks from the
+    /// snapshot's GVT on, each in its slot, chunks agree with their counter, states are kept for
+    /// frame ticks only, and the GVT word does not lead the snapshot.
+    pub fn validate(&self) -> Result<(), GvtError> {
+        let gvt_word = self.gvt();
+        let snap = self.table.snapshot();
+        let ring = self.ring as usize;
+        let err = |s: String| Err(GvtError::Invalid(s));
+        let ticks: Vec<Tick> = snap[..ring]
+            .iter()
+            .map(|s| match s {
+                Slot::Count { tick, .. } => *tick,
+                Slot::Chunk { .. } => u64::MAX,
+            })
+            .collect();
+        let Some(&g) = ticks.iter().min() else {
+            return err("empty ring".into());
+        };
+        if gvt_word > g {
+            return err(format!(
+                "GVT word {gvt_word} leads the first uncommitted tick {g}"
+            ));
+        }
+        for (i, s) in snap[..ring].iter().enumerate() {
+            let Slot::Count { tick, full } = *s else {
+                return err(format!("slot {i} is not a counter"));
+            };
+            if tick % self.ring != i as u64 || tick >= g + self.ring {
+                return err(format!("counter slot {i} holds tick {tick} (GVT {g})"));
+            }
+            let mut n_full = 0;
+            for c in 0..self.chunks {
+                let Slot::Chunk {
+                    tick: ct,
+                    bits,
+                    states,
+                } = &snap[self.chunk_key(tick, c)]
+                else {
+                    return err(format!("chunk slot of tick {tick} is not a chunk"));
+                };
+                let mask = self.chunk_mask(c);
+                if *ct != tick || bits & !mask != 0 {
+                    return err(format!(
+                        "chunk {c} of tick {tick}: tick {ct}, bits {bits:x}"
+                    ));
+                }
+                let want = if self.is_frame(tick) {
+                    CHUNK.min(self.bodies - c * CHUNK)
+                } else {
+                    0
+                };
+                if states.len() != want {
+                    return err(format!(
+                        "chunk {c} of tick {tick} keeps {} states",
+                        states.len()
+                    ));
+                }
+                n_full += u32::from(*bits == mask);
+            }
+            if n_full != full {
+                return err(format!(
+                    "tick {tick}: {full} full chunks counted, {n_full} full"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+// Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn st(b: BodyId, t: Tick) -> BodyState {
+        BodyState {
+            position: Vec3::new(b as f32, t as f32, 0.5),
+            ..BLANK
+        }
+    }
+
+    #[test]
+    fn commits_in_order_when_all_bodies_recorded() {
+        for &be in Backend::COMPILED {
+            // 70 bodies: two chunks, the second partial.
+            let g = GvtBuffer::new(be, GvtConfig::new(70, 2, 8)).unwrap();
+            assert_eq!((g.gvt(), g.lvt_upper_bound()), (0, 8));
+            let all: Vec<(BodyId, BodyState)> = (0..70).map(|b| (b, st(b, 1))).collect();
+            g.record(1, &all).unwrap();
+            assert_eq!(g.gvt(), 0, "tick 1 waits for tick 0");
+            for b in 0..70 {
+                if b != 65 {
+                    g.record(0, &[(b, st(b, 0))]).unwrap();
+                }
+            }
+            assert_eq!(g.gvt(), 0, "body 65 is missing");
+            assert!(g.drain_committed().is_empty());
+            g.unrecord(0, &[3]).unwrap();
+            g.record(0, &[(65, st(65, 0))]).unwrap();
+            assert_eq!(g.gvt(), 0, "body 3 took its record back");
+            g.validate().unwrap();
+            g.record(0, &[(3, st(3, 0))]).unwrap();
+            assert_eq!(g.gvt(), 2, "ticks 0 and 1 commit together");
+            let f = g.drain_committed();
+            assert_eq!(f.len(), 1);
+            assert_eq!(f[0].0, 0);
+            assert_eq!(f[0].1, (0..70).map(|b| st(b, 0)).collect::<Vec<_>>());
+            assert!(g.drain_committed().is_empty());
+            assert_eq!(g.unrecord(1, &[0]), Err(GvtError::Committed { tick: 1 }));
+            assert_eq!(
+                g.record(1, &[(0, st(0, 1))]),
+                Err(GvtError::Committed { tick: 1 })
+            );
+            g.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn ring_wraps_and_bad_requests_change_nothing() {
+        let g = GvtBuffer::new(Backend::default(), GvtConfig::new(3, 4, 4)).unwrap();
+        // window 4, slack 1: ring of 5 ticks.
+        assert!(matches!(
+            g.record(5, &[(0, st(0, 5))]),
+            Err(GvtError::BeyondWindow { tick: 5, .. })
+        ));
+        assert_eq!(
+            g.record(0, &[(3, st(3, 0))]),
+            Err(GvtError::UnknownBody { body: 3, bodies: 3 })
+        );
+        assert_eq!(
+            g.record(0, &[(1, st(1, 0)), (1, st(1, 0))]),
+            Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
+        );
+        g.record(0, &[(1, st(1, 0))]).unwrap();
+        assert_eq!(
+            g.record(0, &[(0, st(0, 0)), (1, st(1, 0))]),
+            Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
+        );
+        assert_eq!(
+            g.unrecord(0, &[0]),
+            Err(GvtError::NotRecorded { body: 0, tick: 0 })
+        );
+        g.validate().unwrap();
+        for t in 0..23 {
+            for b in 0..3 {
+                if !(t == 0 && b == 1) {
+                    g.record(t, &[(b, st(b, t))]).unwrap();
+                }
+            }
+            assert_eq!(g.gvt(), t + 1);
+            assert!(g.lvt_upper_bound() < g.gvt() + 5);
+        }
+        let f = g.drain_committed();
+        assert_eq!(
+            f.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![0, 4, 8, 12, 16, 20]
+        );
+        for (t, s) in f {
+            assert_eq!(s, (0..3).map(|b| st(b, t)).collect::<Vec<_>>());
+        }
+        g.validate().unwrap();
+        assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(0, 4, 4)).is_err());
+        assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(3, 0, 4)).is_err());
+    }
+
+    #[test]
+    fn start_tick_offsets_the_ring() {
+        let mut c = GvtConfig::new(1, 3, 4);
+        c.start_tick = 7;
+        let g = GvtBuffer::new(Backend::default(), c).unwrap();
+        g.validate().unwrap();
+        assert_eq!(
+            g.record(6, &[(0, st(0, 6))]),
+            Err(GvtError::Committed { tick: 6 })
+        );
+        for t in 7..20 {
+            g.record(t, &[(0, st(0, t))]).unwrap();
+        }
+        assert_eq!(g.gvt(), 20);
+        let ticks: Vec<Tick> = g.drain_committed().into_iter().map(|f| f.0).collect();
+        assert_eq!(ticks, vec![9, 12, 15, 18]);
+    }
+}

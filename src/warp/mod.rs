@@ -1,0 +1,29 @@
+//! # warp: object-centric timewarp (seed 000, Koenig, Karamouzas and Guy)
+//!
+//! Every entity — a free body, or an island of bodies in persistent contact — runs on its own
+//! local virtual time (LVT), in integer ticks, up to `LVT_ub = GVT + window`. Two shared
+//! structures tie the entities together, both guarded through the [`sync`](crate::sync) seam
+//! (STM transactions or ordered bucket locks):
+//!
+//! - [`tvht`]: the temporal volumetric hash table (Section 4). Each substep's state is written
+//!   into the buckets of the cells its AABB overlaps; a write that meets another entity's entry
+//!   at the same tick reports a candidate contact, exactly once; a delete (rollback) returns
+//!   the contacts it invalidates, exactly once.
+//! - [`gvt`]: the GVT buffer (Section 3). Entities record each finished tick; when every body
+//!   has recorded tick `t`, `t` is committed, final, in order, and its frame goes to the output.
+//!
+//! The entity protocol (step, resolve, rollback, events, antievents, acks; Algorithms 2-7) and
+//! its scheduler build on these two.
+
+pub mod gvt;
+pub mod tvht;
+
+/// Simulated time in ticks (the substep and rollback granularity).
+pub type Tick = u64;
+/// An entity (a free body or an island), as numbered by the engine.
+pub type EntityId = u32;
+/// A dynamic body, numbered in scene order among the dynamic bodies.
+pub type BodyId = u32;
+
+pub use gvt::{GvtBuffer, GvtConfig, GvtError};
+pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};

@@ -1,0 +1,178 @@
+//! Concurrent GVT-buffer tests, for every compiled backend.
+//!
+//! Many threads (one per "entity", each owning bodies spread over several 64-body chunks)
+//! record ticks in order, run ahead no further than `LVT_ub = GVT + window`, and now and then
+//! roll back: they unrecord their newest ticks (newest first; a tick found committed stops the
+//! rollback there, as the protocol says it cannot be undone) and record them again with a new
+//! version of their states. A consumer thread drains committed frames while they run. Checks:
+//!
+//! Some entities record two ticks out of order (`t + 1` before `t`), which must not commit
+//! `t + 1` first; bodies are owned in contiguous blocks, so 64-body chunks fill separately.
+//!
+//! * recording never finds its tick committed (a tick never commits while a body is missing);
+//! * GVT only grows, ends at the last tick + 1, and no frame is drained ahead of it;
+//! * each frame tick is handed out exactly once, in order, and holds, for every body, the last
+//!   version that body recorded for it (so it was not changed after commit, and no body was
+//!   missing when it committed);
+//! * `validate` holds at the end.
+
+use glam::{Quat, Vec3};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use timewarp::dynamics::BodyState;
+use timewarp::scene::SplitMix64;
+use timewarp::sync::Backend;
+use timewarp::warp::{BodyId, GvtBuffer, GvtConfig, GvtError, Tick};
+
+fn state(body: BodyId, tick: Tick, version: u32) -> BodyState {
+    BodyState {
+        position: Vec3::new(body as f32, tick as f32, version as f32),
+        rotation: Quat::IDENTITY,
+        velocity: Vec3::ZERO,
+        angular_velocity: Vec3::ZERO,
+    }
+}
+
+/// One entity: records `0..end`, rolling back at random. Returns the last version it
+/// recorded for each tick.
+fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Tick, u32> {
+    let mut rng = SplitMix64::new(seed);
+    let mut last = BTreeMap::new();
+    let mut version = 0u32;
+    let mut lvt: Tick = 0;
+    let mut rollbacks = 0;
+    while lvt < end {
+        let waiting = std::time::Instant::now();
+        while lvt > g.lvt_upper_bound() {
+            // A stuck GVT (e.g. another entity panicked) fails instead of hanging.
+            assert!(waiting.elapsed().as_secs() < 30, "GVT stuck at {}", g.gvt());
+            std::thread::yield_now();
+        }
+        let record = |t: Tick, last: &mut BTreeMap<Tick, u32>| {
+            let states: Vec<(BodyId, BodyState)> =
+                bodies.iter().map(|&b| (b, state(b, t, version))).collect();
+            assert_eq!(
+                g.record(t, &states),
+                Ok(()),
+                "tick {t} committed without us"
+            );
+            last.insert(t, version);
+        };
+        if lvt + 1 < end && lvt < g.lvt_upper_bound() && rng.next_u64() % 8 == 0 {
+            // Out of order: tick lvt + 1 first; it must not commit before tick lvt.
+            record(lvt + 1, &mut last);
+            record(lvt, &mut last);
+            lvt += 1;
+        } else {
+            record(lvt, &mut last);
+        }
+        if rng.next_u64() % 8 == 0 {
+            rollbacks += 1;
+            version += 1;
+            let back = 1 + rng.next_u64() % 4;
+            let mut to = lvt.saturating_sub(back);
+            for t in (to..=lvt).rev() {
+                match g.unrecord(t, bodies) {
+                    Ok(()) => {
+                        last.remove(&t);
+                    }
+                    Err(GvtError::Committed { tick }) => {
+                        assert_eq!(tick, t);
+                        // The GVT word follows a commit a moment later.
+                        let waiting = std::time::Instant::now();
+                        while g.gvt() <= t {
+                            assert!(waiting.elapsed().as_secs() < 30, "GVT word lags");
+                            std::thread::yield_now();
+                        }
+                        to = t + 1;
+                        break;
+                    }
+                    Err(e) => panic!("unrecord {t}: {e}"),
+                }
+            }
+            lvt = to;
+        } else {
+            lvt += 1;
+        }
+    }
+    assert!(rollbacks > 0);
+    last
+}
+
+fn run(backend: Backend, threads: usize, bodies: usize, frame_ticks: u64, end: Tick) {
+    let g = Arc::new(GvtBuffer::new(backend, GvtConfig::new(bodies, frame_ticks, 8)).unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let consumer = {
+        let (g, done) = (g.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut frames = Vec::new();
+            let mut last_gvt = 0;
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let gvt = g.gvt();
+                assert!(gvt >= last_gvt, "GVT went back from {last_gvt} to {gvt}");
+                last_gvt = gvt;
+                for f in g.drain_committed() {
+                    assert!(
+                        f.0 < g.gvt(),
+                        "frame {} handed out before GVT passed it",
+                        f.0
+                    );
+                    frames.push(f);
+                }
+                if finished {
+                    return frames;
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let g = g.clone();
+            std::thread::spawn(move || {
+                let mine: Vec<BodyId> = (0..bodies as BodyId)
+                    // Contiguous blocks: chunks fill one by one, some entities span two.
+                    .filter(|&b| b as usize * threads / bodies == i)
+                    .collect();
+                let last = entity(&g, 77 + i as u64, &mine, end);
+                (mine, last)
+            })
+        })
+        .collect();
+    let logs: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    done.store(true, Ordering::SeqCst);
+    let frames = consumer.join().unwrap();
+    assert_eq!(g.gvt(), end);
+    g.validate().unwrap();
+    let want_ticks: Vec<Tick> = (0..end).filter(|t| t % frame_ticks == 0).collect();
+    assert_eq!(frames.iter().map(|f| f.0).collect::<Vec<_>>(), want_ticks);
+    let mut final_version = vec![BTreeMap::new(); bodies];
+    for (mine, last) in &logs {
+        assert_eq!(last.len() as u64, end, "every tick ends recorded");
+        for &b in mine {
+            final_version[b as usize] = last.clone();
+        }
+    }
+    for (t, states) in &frames {
+        let want: Vec<BodyState> = (0..bodies)
+            .map(|b| state(b as BodyId, *t, final_version[b][t]))
+            .collect();
+        assert_eq!(states, &want, "frame {t}");
+    }
+}
+
+#[test]
+fn every_tick_commits_once_in_order_16_threads() {
+    for &b in Backend::COMPILED {
+        run(b, 16, 130, 1, 300);
+    }
+}
+
+#[test]
+fn frames_every_4_ticks_48_threads() {
+    for &b in Backend::COMPILED {
+        run(b, 48, 200, 4, 200);
+    }
+}
