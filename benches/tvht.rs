@@ -17,8 +17,8 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glam::{Quat, Vec3};
 use std::time::{Duration, Instant};
-use timewarp::broadphase::Bounds;
 use timewarp::dynamics::BodyState;
+use timewarp::geometry::Aabb;
 use timewarp::scene::SplitMix64;
 use timewarp::sync::{self, Backend};
 use timewarp::warp::{BodyEntry, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
@@ -33,7 +33,7 @@ fn sphere(rng: &mut SplitMix64, body: u32) -> BodyEntry {
     let c = Vec3::new(rng.next_unit(), rng.next_unit(), rng.next_unit()) * SIDE;
     BodyEntry {
         body,
-        aabb: Bounds::new(c - Vec3::splat(0.5), c + Vec3::splat(0.5)),
+        aabb: Aabb::new(c - Vec3::splat(0.5), c + Vec3::splat(0.5)),
         state: BodyState {
             position: c,
             rotation: Quat::IDENTITY,

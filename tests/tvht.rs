@@ -22,8 +22,8 @@ use glam::{Quat, Vec3};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use timewarp::broadphase::Bounds;
 use timewarp::dynamics::BodyState;
+use timewarp::geometry::Aabb;
 use timewarp::scene::SplitMix64;
 use timewarp::sync::Backend;
 use timewarp::warp::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtConfig};
@@ -49,7 +49,7 @@ fn random_bodies(rng: &mut SplitMix64, entity: EntityId, version: &mut u32) -> V
             *version += 1;
             BodyEntry {
                 body: entity * BODIES_PER_ENTITY + j,
-                aabb: Bounds::new(c - Vec3::splat(h), c + Vec3::splat(h)),
+                aabb: Aabb::new(c - Vec3::splat(h), c + Vec3::splat(h)),
                 state: BodyState {
                     position: c,
                     rotation: Quat::IDENTITY,
@@ -71,7 +71,7 @@ struct Life {
     entity: EntityId,
     body: BodyId,
     tick: Tick,
-    aabb: Bounds,
+    aabb: Aabb,
     written: (u64, u64),
     deleted: Option<(u64, u64)>,
 }
@@ -160,7 +160,7 @@ fn version_of(b: &BodyEntry) -> u32 {
     ver(&b.state)
 }
 
-fn overlapping_pairs(entries: &[(EntityId, BodyId, Tick, Bounds)]) -> BTreeSet<ContactKey> {
+fn overlapping_pairs(entries: &[(EntityId, BodyId, Tick, Aabb)]) -> BTreeSet<ContactKey> {
     let mut out = BTreeSet::new();
     for (i, x) in entries.iter().enumerate() {
         for y in &entries[i + 1..] {
@@ -215,7 +215,7 @@ fn stress(backend: Backend, threads: u32, entities_per_thread: u32, ops: usize) 
     assert_eq!(table, model);
 
     // Its contacts are exactly the overlapping live pairs.
-    let live: Vec<(EntityId, BodyId, Tick, Bounds)> = t
+    let live: Vec<(EntityId, BodyId, Tick, Aabb)> = t
         .entries()
         .iter()
         .map(|e| (e.entity, e.body, e.tick, e.aabb))

@@ -61,8 +61,8 @@
 //! Static bodies are not in the table: each entity checks them itself (`DESIGN.md`).
 
 use super::{BodyId, EntityId, Tick};
-use crate::broadphase::Bounds;
 use crate::dynamics::BodyState;
+use crate::geometry::Aabb;
 use crate::primitive::{AtomicU64, Ordering};
 use crate::sync::{Backend, Table, View};
 use std::collections::{BTreeMap, BTreeSet};
@@ -112,7 +112,7 @@ impl TvhtConfig {
 pub struct BodyEntry {
     pub body: BodyId,
     /// Its box at the tick (it may be enlarged, e.g. swept, as long as it covers the body).
-    pub aabb: Bounds,
+    pub aabb: Aabb,
     /// The pre-event state at the tick.
     pub state: BodyState,
 }
@@ -130,7 +130,7 @@ pub struct TvhtEntry {
     pub entity: EntityId,
     pub body: BodyId,
     pub tick: Tick,
-    pub aabb: Bounds,
+    pub aabb: Aabb,
     pub state: BodyState,
 }
 
@@ -393,12 +393,12 @@ impl Tvht {
 
     /// The lowest cell of a stored box (stored boxes were checked when written).
     #[inline]
-    fn lo_of(&self, b: &Bounds) -> Cell {
+    fn lo_of(&self, b: &Aabb) -> Cell {
         self.cell_of(b.min)
     }
 
     /// The checked cell range of a box.
-    fn cell_range(&self, body: BodyId, tick: Tick, b: &Bounds) -> Result<(Cell, Cell), TvhtError> {
+    fn cell_range(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<(Cell, Cell), TvhtError> {
         let bad = TvhtError::BadAabb { body, tick };
         if !(b.min.is_finite() && b.max.is_finite()) || b.min.cmpgt(b.max).any() {
             return Err(bad);
@@ -421,7 +421,7 @@ impl Tvht {
         Ok((lo, hi))
     }
 
-    fn plan(&self, body: BodyId, tick: Tick, b: &Bounds) -> Result<Plan, TvhtError> {
+    fn plan(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<Plan, TvhtError> {
         let (lo, hi) = self.cell_range(body, tick, b)?;
         let mut buckets = Vec::new();
         for x in lo[0]..=hi[0] {
@@ -841,7 +841,7 @@ mod tests {
     fn cube(body: BodyId, c: Vec3, h: f32) -> BodyEntry {
         BodyEntry {
             body,
-            aabb: Bounds::new(c - Vec3::splat(h), c + Vec3::splat(h)),
+            aabb: Aabb::new(c - Vec3::splat(h), c + Vec3::splat(h)),
             state: state(c.x),
         }
     }
