@@ -126,9 +126,9 @@ pub struct Transaction<'env> {
     mode: Mode,
     doomed: Option<AbortCause>,
     holds_token: bool,
-    /// Keep a read set although read-only (a retry of a read-only transaction, so that its
-    /// snapshot can be extended).
-    track_reads: bool,
+    /// Whether reads are recorded in the read set: always for a read-write attempt, and for a
+    /// read-only one that asked for it (a retry, so that its snapshot can be extended).
+    record_reads: bool,
     nreads: u64,
     extensions: u64,
     /// The buffers: this thread's (borrowed from the thread-local, marked in use), or, during
@@ -216,15 +216,24 @@ fn irrevocable_load<P>(lock: &VLock, load: impl Fn() -> P) -> P {
     }
 }
 
-/// Locks `lock` with a bounded spin; returns the unlocked word it replaced.
-#[inline]
+/// Restores the lock words of `entries`, which we locked (a commit that gives up).
+#[cold]
+#[inline(never)]
+fn release_locks(entries: &[crate::writeset::WriteEntry]) {
+    for e in entries {
+        // SAFETY: the lock belongs to a variable borrowed for 'env; we hold it and restore the
+        // word we replaced.
+        unsafe { &*e.lock }.restore(e.seen);
+    }
+}
+
+/// Locks `lock` with a bounded spin (after the commit's first try failed); returns the
+/// unlocked word it replaced.
+#[cold]
+#[inline(never)]
 fn lock_bounded(lock: &VLock) -> Option<u64> {
     let mut tries = 0;
     loop {
-        let w = lock.load();
-        if !is_locked(w) && lock.try_lock(w) {
-            return Some(w);
-        }
         if tries >= LOCK_SPINS {
             return None;
         }
@@ -233,6 +242,10 @@ fn lock_bounded(lock: &VLock) -> Option<u64> {
             yield_now();
         } else {
             spin_loop();
+        }
+        let w = lock.load();
+        if !is_locked(w) && lock.try_lock(w) {
+            return Some(w);
         }
     }
 }
@@ -279,7 +292,7 @@ impl<'env> Transaction<'env> {
             mode: Mode::ReadWrite,
             doomed: None,
             holds_token: false,
-            track_reads: false,
+            record_reads: false,
             nreads: 0,
             extensions: 0,
             bufs,
@@ -319,7 +332,7 @@ impl<'env> Transaction<'env> {
     pub(crate) fn begin(&mut self, mode: Mode, track_reads: bool) {
         debug_assert!(self.b().reads.is_empty() && self.b().writes.is_empty() && !self.holds_token);
         self.mode = mode;
-        self.track_reads = track_reads;
+        self.record_reads = mode == Mode::ReadWrite || track_reads;
         self.doomed = None;
         self.nreads = 0;
         self.extensions = 0;
@@ -398,8 +411,7 @@ impl<'env> Transaction<'env> {
     #[cold]
     #[inline(never)]
     fn try_extend(&mut self) -> bool {
-        let tracked = self.mode == Mode::ReadWrite || self.track_reads;
-        if !tracked && self.nreads > 0 {
+        if !self.record_reads && self.nreads > 0 {
             return false;
         }
         // Sample first, validate after: everything is unchanged at validation time, which is
@@ -453,7 +465,7 @@ impl<'env> Transaction<'env> {
     #[inline]
     fn note_read(&mut self, lock: &VLock) {
         self.nreads += 1;
-        if self.mode == Mode::ReadWrite || self.track_reads {
+        if self.record_reads {
             self.bm().reads.push(lock);
         }
     }
@@ -477,8 +489,7 @@ impl<'env> Transaction<'env> {
         var: &'env V,
         f: impl FnOnce(V::Value) -> V::Value,
     ) -> Result<(), StmError> {
-        let v = var.tx_read(self)?;
-        var.tx_write(self, f(v))
+        var.tx_modify(self, f)
     }
 
     /// Reads a [`TVar`] by reference, without cloning its value: `f` gets the value of this
@@ -546,6 +557,46 @@ impl<'env> Transaction<'env> {
         }
     }
 
+    /// `modify` of a [`TWord`]: the read and the write with one write-set search. Same
+    /// protocol as [`Transaction::read_word`] followed by [`Transaction::check_writable`] and
+    /// [`Transaction::buffer_write`].
+    #[inline(always)]
+    pub(crate) fn modify_word<T: Word>(
+        &mut self,
+        var: &'env TWord<T>,
+        target: *const (),
+        ops: &'static WriteOps,
+        f: impl FnOnce(T) -> T,
+    ) -> Result<(), StmError> {
+        self.check_alive()?;
+        let lock = var.lock();
+        if let Some(i) = self.b().writes.find(lock) {
+            // Our own pending write: the attempt already wrote, so it is not read-only and
+            // may write again.
+            let Payload::Bits(b) = self.b().writes.payload(i) else {
+                unreachable!("a TWord's pending write is always inline")
+            };
+            let new = Payload::Bits(f(T::from_word(b)).to_word());
+            self.bm().writes.set_payload(i, new);
+            return Ok(());
+        }
+        let bits = loop {
+            match validated_load(self.rv, self.mode, lock, || var.load_bits()) {
+                Ok(bits) => {
+                    self.note_read(lock);
+                    break bits;
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
+            }
+        };
+        let new = Payload::Bits(f(T::from_word(bits)).to_word());
+        self.check_writable()?;
+        // Not in the write set (searched above; reads do not add to it).
+        self.bm().writes.push_new(lock, target, new, ops);
+        Ok(())
+    }
+
     /// Checks that the attempt may write; upgrades a read-only attempt that has not read yet.
     #[inline]
     pub(crate) fn check_writable(&mut self) -> Result<(), StmError> {
@@ -553,6 +604,7 @@ impl<'env> Transaction<'env> {
         if self.mode == Mode::ReadOnly {
             if self.nreads == 0 {
                 self.mode = Mode::ReadWrite;
+                self.record_reads = true;
             } else {
                 return Err(self.doom(AbortCause::ReadOnlyUpgrade));
             }
@@ -601,44 +653,44 @@ impl<'env> Transaction<'env> {
             self.commit_irrevocable();
             return Ok(());
         }
-        self.bm().writes.sort_for_commit();
-        debug_assert_eq!(self.b().writes.validate(), Ok(()));
-        let n = self.b().writes.len();
-        for i in 0..n {
+        let writes = &mut self.bm().writes;
+        writes.sort_for_commit();
+        debug_assert_eq!(writes.validate(), Ok(()));
+        let entries = writes.entries_mut();
+        for i in 0..entries.len() {
+            let e = &mut entries[i];
             // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
-            let lock = unsafe { &*self.b().writes.entries()[i].lock };
-            match lock_bounded(lock) {
-                Some(seen) => self.bm().writes.entries_mut()[i].seen = seen,
-                None => {
-                    self.release_locks(i);
-                    return Err(AbortCause::LockBusy);
+            let lock = unsafe { &*e.lock };
+            let w = lock.load();
+            if !is_locked(w) && lock.try_lock(w) {
+                e.seen = w;
+            } else {
+                match lock_bounded(lock) {
+                    Some(seen) => e.seen = seen,
+                    None => {
+                        release_locks(&entries[..i]);
+                        return Err(AbortCause::LockBusy);
+                    }
                 }
             }
         }
         let Ok(wv) = globals().take_write_version() else {
-            self.release_locks(n);
+            release_locks(self.b().writes.entries());
             return Err(AbortCause::Irrevocable);
         };
         if wv != self.rv + 1
             && !cfg!(timewarp_stm_broken = "no_commit_validation")
             && !self.validate_read_set()
         {
-            self.release_locks(n);
+            release_locks(self.b().writes.entries());
             return Err(AbortCause::CommitValidation);
         }
         self.write_back(wv);
         Ok(())
     }
 
-    /// Restores the first `n` (locked) entries' lock words.
-    fn release_locks(&self, n: usize) {
-        for e in &self.b().writes.entries()[..n] {
-            // SAFETY: as in `commit`; we hold this lock and restore the word we replaced.
-            unsafe { &*e.lock }.restore(e.seen);
-        }
-    }
-
     /// TL2 commit-time validation (see the module essay, step 3).
+    #[inline(never)]
     fn validate_read_set(&self) -> bool {
         let b = self.b();
         b.reads.iter().all(|&lock| {
@@ -656,23 +708,28 @@ impl<'env> Transaction<'env> {
     }
 
     /// Publishes every pending value and releases its lock stamped with `wv`.
+    #[inline]
     fn write_back(&mut self, wv: u64) {
         let (b, guard) = self.parts();
         for e in b.writes.entries_mut() {
-            match std::mem::replace(&mut e.payload, Payload::Bits(0)) {
+            match e.payload {
                 // SAFETY: an inline payload's target is the value word of the `TWord` this
                 // entry was made for (see `Payload::Bits`), borrowed for 'env.
                 Payload::Bits(bits) => {
                     unsafe { &*(e.target as *const AtomicU64) }.store(bits, Ordering::Release)
                 }
-                // SAFETY: `e.target` is the variable this entry was made for (borrowed for
-                // 'env), `payload` was made by its `tx_write` and is installed once (the entry
-                // now holds `Bits(0)`, which owns nothing), and we hold its write lock.
-                payload => unsafe { (e.ops.install)(e.target, payload, guard) },
+                Payload::Boxed(_) => {
+                    let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
+                    // SAFETY: `e.target` is the variable this entry was made for (borrowed for
+                    // 'env), `payload` was made by its `tx_write` and is installed once (the
+                    // entry now holds `Bits(0)`, which owns nothing), and we hold its lock.
+                    unsafe { (e.ops.install)(e.target, payload, guard) }
+                }
             }
             // SAFETY: as above; we hold this lock.
             unsafe { &*e.lock }.unlock_with_version(wv);
         }
+        b.writes.all_installed();
     }
 
     /// The commit of an irrevocable attempt: cannot fail.
@@ -689,6 +746,8 @@ impl<'env> Transaction<'env> {
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
+        // After `atomically`'s commit (and on a panic in the closure) this is the only
+        // `finish`.
         self.finish();
         if self.lender.is_null() {
             // SAFETY: a null lender means `bufs` is the box leaked in `new`; freed once here.

@@ -168,6 +168,20 @@ impl<T: Word> Var for TWord<T> {
         );
         Ok(())
     }
+
+    #[inline(always)]
+    fn tx_modify<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        f: impl FnOnce(T) -> T,
+    ) -> Result<(), StmError> {
+        tx.modify_word(
+            self,
+            &self.bits as *const AtomicU64 as *const (),
+            &Self::OPS,
+            f,
+        )
+    }
 }
 
 impl<T: Word + fmt::Debug> fmt::Debug for TWord<T> {

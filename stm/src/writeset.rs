@@ -86,7 +86,12 @@ pub(crate) struct WriteSet {
     entries: Vec<WriteEntry>,
     bloom: u64,
     index: Index,
+    /// Whether `index` holds entries (the set grew past `LINEAR` since the last clear).
+    indexed: bool,
     sorted: bool,
+    /// How many entries hold a `Payload::Boxed` that is still owned by the set (not yet
+    /// installed): when none do, [`WriteSet::clear`] only resets the length.
+    boxed: u32,
 }
 
 #[inline]
@@ -116,7 +121,7 @@ impl WriteSet {
     }
 
     /// The entry for the variable with this lock, if it was written.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, lock: *const VLock) -> Option<usize> {
         if self.bloom & bloom_bit(lock) == 0 {
             return None;
@@ -127,7 +132,7 @@ impl WriteSet {
                 .binary_search_by_key(&(lock as usize), |e| e.lock as usize)
                 .ok();
         }
-        if self.entries.len() <= LINEAR {
+        if !self.indexed {
             return self.entries.iter().position(|e| e.lock == lock);
         }
         self.index.get(&(lock as usize)).map(|&i| i as usize)
@@ -139,8 +144,44 @@ impl WriteSet {
         self.entries[i].payload
     }
 
+    /// Replaces the inline payload of entry `i` (a `TWord`'s; nothing to free).
+    #[inline(always)]
+    pub(crate) fn set_payload(&mut self, i: usize, payload: Payload) {
+        debug_assert!(matches!(self.entries[i].payload, Payload::Bits(_)));
+        debug_assert!(matches!(payload, Payload::Bits(_)));
+        self.entries[i].payload = payload;
+    }
+
+    /// Buffers a write of a variable that is not in the set yet (the caller has just
+    /// searched for it).
+    #[inline(always)]
+    pub(crate) fn push_new(
+        &mut self,
+        lock: *const VLock,
+        target: *const (),
+        payload: Payload,
+        ops: &'static WriteOps,
+    ) {
+        debug_assert!(!self.sorted, "no writes after the commit has begun");
+        debug_assert!(self.find(lock).is_none());
+        self.bloom |= bloom_bit(lock);
+        if let Payload::Boxed(_) = payload {
+            self.boxed += 1;
+        }
+        self.entries.push(WriteEntry {
+            lock,
+            target,
+            payload,
+            ops,
+            seen: 0,
+        });
+        if self.entries.len() > LINEAR {
+            self.index_last();
+        }
+    }
+
     /// Buffers a write, replacing (and discarding) an earlier pending value of the same variable.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(
         &mut self,
         lock: *const VLock,
@@ -156,26 +197,35 @@ impl WriteSet {
             unsafe { (ops.discard)(old) };
             return;
         }
-        self.bloom |= bloom_bit(lock);
-        self.entries.push(WriteEntry {
-            lock,
-            target,
-            payload,
-            ops,
-            seen: 0,
-        });
+        self.push_new(lock, target, payload, ops);
+    }
+
+    /// Adds the last entry to the hash index, building the index when the set first outgrows
+    /// linear search.
+    #[cold]
+    #[inline(never)]
+    fn index_last(&mut self) {
         let n = self.entries.len();
-        if n == LINEAR + 1 {
+        if !self.indexed {
             self.index.clear();
             for (i, e) in self.entries.iter().enumerate() {
                 self.index.insert(e.lock as usize, i as u32);
             }
-        } else if n > LINEAR + 1 {
-            self.index.insert(lock as usize, (n - 1) as u32);
+            self.indexed = true;
+        } else {
+            self.index.insert(self.entries[n - 1].lock as usize, (n - 1) as u32);
         }
     }
 
+    /// Marks every boxed payload as installed (the commit's write-back replaced each one with
+    /// `Bits(0)`), so that [`WriteSet::clear`] has nothing to free.
+    #[inline]
+    pub(crate) fn all_installed(&mut self) {
+        self.boxed = 0;
+    }
+
     /// Sorts the entries into lock order (by lock address) for the commit.
+    #[inline]
     pub(crate) fn sort_for_commit(&mut self) {
         if !self.sorted {
             match self.entries.len() {
@@ -193,25 +243,52 @@ impl WriteSet {
 
     /// Forgets every entry, freeing the pending values that were not installed; keeps the
     /// allocations for the next attempt.
+    #[inline]
     pub(crate) fn clear(&mut self) {
-        for e in self.entries.drain(..) {
-            if let Payload::Boxed(_) = e.payload {
-                // SAFETY: each payload still in the set was made by its variable's `tx_write`
-                // and not installed (install replaces it with `Bits(0)`); it is not used after
-                // this. (Inline payloads own nothing, so they need no call.)
-                unsafe { (e.ops.discard)(e.payload) };
-            }
+        if self.boxed != 0 {
+            self.discard_boxed();
         }
+        // `WriteEntry` owns nothing itself (its payload is freed above): this only resets the
+        // length.
+        self.entries.clear();
         self.bloom = 0;
         self.sorted = false;
-        if !self.index.is_empty() {
+        if self.indexed {
             self.index.clear();
+            self.indexed = false;
         }
     }
 
+    /// Frees the boxed payloads that were not installed.
+    #[inline(never)]
+    fn discard_boxed(&mut self) {
+        for e in &mut self.entries {
+            if let Payload::Boxed(_) = e.payload {
+                let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
+                // SAFETY: each payload still in the set was made by its variable's `tx_write`
+                // and not installed (install replaces it with `Bits(0)`); it is replaced by
+                // `Bits(0)` here, so it is freed once. (Inline payloads own nothing.)
+                unsafe { (e.ops.discard)(payload) };
+            }
+        }
+        self.boxed = 0;
+    }
+
     /// Checks the invariants: the Bloom filter covers every entry, no variable appears twice,
-    /// the index (when used) maps every entry to itself, sorted means sorted.
+    /// the index (when used) maps every entry to itself, sorted means sorted, `boxed` counts
+    /// the boxed payloads.
     pub(crate) fn validate(&self) -> Result<(), String> {
+        let boxed = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e.payload, Payload::Boxed(_)))
+            .count();
+        if boxed != self.boxed as usize {
+            return Err(format!("{boxed} boxed payloads, counted {}", self.boxed));
+        }
+        if self.indexed != (self.entries.len() > LINEAR) && !self.entries.is_empty() {
+            return Err("index in use does not match the size".into());
+        }
         for (i, e) in self.entries.iter().enumerate() {
             if self.bloom & bloom_bit(e.lock) == 0 {
                 return Err(format!("entry {i} missing from the Bloom filter"));
