@@ -52,7 +52,16 @@ fn vars(accounts: &[TVar<i64>], n: u64, s: &mut u64) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = match args.next() {
+        None => 1_000_000,
+        Some(a) => match a.parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!("bad transfer count {a:?}: expected a positive integer");
+                std::process::exit(2);
+            }
+        },
+    };
     let kind = args.next().unwrap_or_else(|| "word".into());
     let mut s = 0x1234_5678_9abc_def1u64;
     let start = std::time::Instant::now();
@@ -60,12 +69,18 @@ fn main() {
         "word" => {
             let a: Vec<TWord<i64>> = (0..ACCOUNTS).map(|_| TWord::new(1000)).collect();
             words(black_box(&a), n, &mut s);
-            assert_eq!(a.iter().map(TWord::load).sum::<i64>(), 1000 * ACCOUNTS as i64);
+            assert_eq!(
+                a.iter().map(TWord::load).sum::<i64>(),
+                1000 * ACCOUNTS as i64
+            );
         }
         "var" => {
             let a: Vec<TVar<i64>> = (0..ACCOUNTS).map(|_| TVar::new(1000)).collect();
             vars(black_box(&a), n, &mut s);
-            assert_eq!(a.iter().map(TVar::load).sum::<i64>(), 1000 * ACCOUNTS as i64);
+            assert_eq!(
+                a.iter().map(TVar::load).sum::<i64>(),
+                1000 * ACCOUNTS as i64
+            );
         }
         other => {
             eprintln!("unknown kind {other:?}: expected `word` or `var`");

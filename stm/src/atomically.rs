@@ -148,7 +148,7 @@ where
                 if attempt_mode == Mode::ReadOnly {
                     tx.update_read_only_hint(tx.extensions() != 0);
                 }
-                // `tx`'s drop finishes the attempt.
+                tx.end();
                 return r;
             }
             Err(cause) => {
@@ -200,7 +200,7 @@ where
         Ok(_) => count_commit(&tx),
         Err(cause) => tx.stats_block().bump(stats::abort_index(cause), 1),
     }
-    tx.finish();
+    tx.end();
     out.map_err(StmError::new)
 }
 

@@ -216,6 +216,55 @@ fn irrevocable_load<P>(lock: &VLock, load: impl Fn() -> P) -> P {
     }
 }
 
+/// The panic of a nested `atomically`.
+#[cold]
+#[inline(never)]
+fn nested() -> ! {
+    panic!(
+        "timewarp-stm: `atomically` was called inside a transaction on the same thread; \
+         transactions do not nest (compose the inner code as a function of `&mut Transaction`)"
+    )
+}
+
+/// Buffers for a transaction run during thread teardown, when the thread-local is gone
+/// (freed by the transaction's drop).
+#[cold]
+#[inline(never)]
+fn private_buffers() -> NonNull<Buffers> {
+    NonNull::from(Box::leak(Box::new(Buffers::new())))
+}
+
+/// Frees buffers made by [`private_buffers`].
+///
+/// # Safety
+/// `bufs` came from `private_buffers` and is not used again.
+#[cold]
+#[inline(never)]
+unsafe fn free_private_buffers(bufs: NonNull<Buffers>) {
+    // SAFETY: per the contract, `bufs` is a leaked box, freed once here.
+    drop(unsafe { Box::from_raw(bufs.as_ptr()) });
+}
+
+/// Tries once to lock the variable of `e`, then spins a bounded while; records the word it
+/// replaced. `false` if the lock stayed busy.
+#[inline(always)]
+fn lock_entry(e: &mut crate::writeset::WriteEntry) -> bool {
+    // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
+    let lock = unsafe { &*e.lock };
+    let w = lock.load();
+    if !is_locked(w) && lock.try_lock(w) {
+        e.seen = w;
+        return true;
+    }
+    match lock_bounded(lock) {
+        Some(seen) => {
+            e.seen = seen;
+            true
+        }
+        None => false,
+    }
+}
+
 /// Restores the lock words of `entries`, which we locked (a commit that gives up).
 #[cold]
 #[inline(never)]
@@ -264,16 +313,12 @@ fn lock_unbounded(lock: &VLock) -> u64 {
 
 impl<'env> Transaction<'env> {
     /// Borrows this thread's buffers. Panics if a transaction already runs on this thread.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new() -> Self {
         let lender = BUFFERS
             .try_with(|tb| {
                 if tb.in_use.replace(true) {
-                    panic!(
-                        "timewarp-stm: `atomically` was called inside a transaction on the same \
-                         thread; transactions do not nest (compose the inner code as a function \
-                         of `&mut Transaction`)"
-                    );
+                    nested();
                 }
                 tb as *const ThreadBuffers
             })
@@ -282,10 +327,7 @@ impl<'env> Transaction<'env> {
             // SAFETY: `lender` is this thread's live thread-local; `in_use` now marks its
             // buffers as lent to us alone until `drop` clears it.
             Some(tb) => (unsafe { NonNull::new_unchecked((*tb).bufs.get()) }, tb),
-            None => (
-                NonNull::from(Box::leak(Box::new(Buffers::new()))),
-                std::ptr::null(),
-            ),
+            None => (private_buffers(), std::ptr::null()),
         };
         Transaction {
             rv: 0,
@@ -347,7 +389,7 @@ impl<'env> Transaction<'env> {
 
     /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
     /// and gives the irrevocability token back.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn finish(&mut self) {
         let b = self.bm();
         b.reads.clear();
@@ -591,7 +633,11 @@ impl<'env> Transaction<'env> {
             }
         };
         let new = Payload::Bits(f(T::from_word(bits)).to_word());
-        self.check_writable()?;
+        // `check_writable` without its `check_alive`: a successful read does not doom.
+        if self.mode == Mode::ReadOnly {
+            // The read above makes `nreads > 0`: a read-only attempt cannot upgrade in place.
+            return Err(self.doom(AbortCause::ReadOnlyUpgrade));
+        }
         // Not in the write set (searched above; reads do not add to it).
         self.bm().writes.push_new(lock, target, new, ops);
         Ok(())
@@ -641,6 +687,7 @@ impl<'env> Transaction<'env> {
     }
 
     /// Tries to commit the attempt.
+    #[inline(always)]
     pub(crate) fn commit(&mut self) -> Result<(), AbortCause> {
         if let Some(c) = self.doomed {
             return Err(c);
@@ -654,23 +701,25 @@ impl<'env> Transaction<'env> {
             return Ok(());
         }
         let writes = &mut self.bm().writes;
-        writes.sort_for_commit();
-        debug_assert_eq!(writes.validate(), Ok(()));
-        let entries = writes.entries_mut();
-        for i in 0..entries.len() {
-            let e = &mut entries[i];
-            // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
-            let lock = unsafe { &*e.lock };
-            let w = lock.load();
-            if !is_locked(w) && lock.try_lock(w) {
-                e.seen = w;
-            } else {
-                match lock_bounded(lock) {
-                    Some(seen) => e.seen = seen,
-                    None => {
-                        release_locks(&entries[..i]);
-                        return Err(AbortCause::LockBusy);
-                    }
+        if let [a, b] = writes.entries_mut() {
+            // Two variables (a transfer): lock the lower address first without reordering
+            // the entries (they stay unsorted, which lookups handle).
+            let (first, second) = if a.lock < b.lock { (a, b) } else { (b, a) };
+            if !lock_entry(first) {
+                return Err(AbortCause::LockBusy);
+            }
+            if !lock_entry(second) {
+                release_locks(std::slice::from_ref(first));
+                return Err(AbortCause::LockBusy);
+            }
+        } else {
+            writes.sort_for_commit();
+            debug_assert_eq!(writes.validate(), Ok(()));
+            let entries = writes.entries_mut();
+            for i in 0..entries.len() {
+                if !lock_entry(&mut entries[i]) {
+                    release_locks(&entries[..i]);
+                    return Err(AbortCause::LockBusy);
                 }
             }
         }
@@ -733,6 +782,8 @@ impl<'env> Transaction<'env> {
     }
 
     /// The commit of an irrevocable attempt: cannot fail.
+    #[cold]
+    #[inline(never)]
     fn commit_irrevocable(&mut self) {
         self.bm().writes.sort_for_commit();
         for e in self.bm().writes.entries_mut() {
@@ -744,18 +795,34 @@ impl<'env> Transaction<'env> {
     }
 }
 
-impl Drop for Transaction<'_> {
-    fn drop(&mut self) {
-        // After `atomically`'s commit (and on a panic in the closure) this is the only
-        // `finish`.
+impl Transaction<'_> {
+    /// Ends the transaction after its last attempt: what `drop` does, without the drop glue
+    /// (which the compiler would not inline).
+    #[inline(always)]
+    pub(crate) fn end(self) {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release();
+        // `release` unpinned (`guard` is `None`), so no field of `this` owns anything now.
+    }
+
+    /// Finishes the attempt and gives the buffers back.
+    #[inline(always)]
+    fn release(&mut self) {
         self.finish();
         if self.lender.is_null() {
             // SAFETY: a null lender means `bufs` is the box leaked in `new`; freed once here.
-            drop(unsafe { Box::from_raw(self.bufs.as_ptr()) });
+            unsafe { free_private_buffers(self.bufs) };
         } else {
             // SAFETY: `lender` is this thread's thread-local, alive while we run on it.
             unsafe { (*self.lender).in_use.set(false) };
         }
+    }
+}
+
+impl Drop for Transaction<'_> {
+    /// On a panic in the closure (otherwise [`Transaction::end`] runs instead).
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -970,6 +1037,40 @@ mod tests {
             })
         });
         assert_eq!(x.load(), vec![3, 4]);
+    }
+
+    #[test]
+    fn a_busy_lock_aborts_a_two_variable_commit_and_releases_the_other() {
+        let vars = [TWord::new(1u64), TWord::new(2u64)];
+        let (lo, hi) = if vars[0].lock() as *const _ < vars[1].lock() as *const _ {
+            (&vars[0], &vars[1])
+        } else {
+            (&vars[1], &vars[0])
+        };
+        // Busy second lock (the first is taken and must be given back), then busy first lock.
+        for busy in [hi, lo] {
+            let free = if std::ptr::eq(busy, hi) { lo } else { hi };
+            let held = busy.lock().load();
+            assert!(busy.lock().try_lock(held));
+            let free_word = free.lock().load();
+            let before = thread_stats();
+            for order in [[lo, hi], [hi, lo]] {
+                let r = try_atomically(|tx| {
+                    tx.write(order[0], 10)?;
+                    tx.write(order[1], 20)
+                });
+                assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::LockBusy));
+                assert_eq!(free.lock().load(), free_word, "the taken lock is restored");
+            }
+            assert_eq!(thread_stats().since(&before).aborts_lock_busy, 2);
+            busy.lock().restore(held);
+            assert_eq!((lo.load() + hi.load()), 3, "nothing was written");
+        }
+        atomically(|tx| {
+            tx.modify(lo, |v| v + 10)?;
+            tx.modify(hi, |v| v + 20)
+        });
+        assert_eq!(lo.load() + hi.load(), 33);
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! A pending [`TWord`](crate::TWord) value is its 64 bits, no allocation at all.
 //!
 //! Reads must see the transaction's own writes, so every read first asks the write set. Most
-//! transactions write a handful of variables, so the lookup is tuned for that: a 64-bit Bloom
-//! filter answers "not written" for most reads in one AND; up to `LINEAR` entries are scanned
+//! transactions write a handful of variables, so the lookup is tuned for that: up to `SMALL`
+//! entries are simply compared (cheaper than hashing); beyond that a 64-bit Bloom filter
+//! answers "not written" for most reads in one AND; up to `LINEAR` entries are then scanned
 //! linearly; beyond that a hash index (address -> entry) is kept. At commit the entries are
 //! sorted by lock address — the global lock order that prevents two committers from waiting
-//! on each other in a cycle — and later lookups binary-search. The vectors and the index are
+//! on each other in a cycle — and later lookups binary-search. (A commit of exactly two
+//! entries, the common transfer, just locks the lower address first and leaves them in place.) The vectors and the index are
 //! reused from attempt to attempt and from transaction to transaction (see
 //! [`atomically`](fn@crate::atomically)), so a transaction in steady state allocates nothing but
 //! its pending `TVar` values.
@@ -23,6 +25,9 @@ use crate::vlock::VLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// Up to this many entries the write set is searched linearly without consulting the Bloom
+/// filter (which is only kept beyond this size).
+pub(crate) const SMALL: usize = 4;
 /// Up to this many entries the write set is searched linearly.
 pub(crate) const LINEAR: usize = 8;
 
@@ -123,6 +128,15 @@ impl WriteSet {
     /// The entry for the variable with this lock, if it was written.
     #[inline(always)]
     pub(crate) fn find(&self, lock: *const VLock) -> Option<usize> {
+        if self.entries.len() <= SMALL {
+            return self.entries.iter().position(|e| e.lock == lock);
+        }
+        self.find_large(lock)
+    }
+
+    /// `find` beyond `SMALL` entries.
+    #[inline]
+    fn find_large(&self, lock: *const VLock) -> Option<usize> {
         if self.bloom & bloom_bit(lock) == 0 {
             return None;
         }
@@ -164,7 +178,6 @@ impl WriteSet {
     ) {
         debug_assert!(!self.sorted, "no writes after the commit has begun");
         debug_assert!(self.find(lock).is_none());
-        self.bloom |= bloom_bit(lock);
         if let Payload::Boxed(_) = payload {
             self.boxed += 1;
         }
@@ -175,8 +188,8 @@ impl WriteSet {
             ops,
             seen: 0,
         });
-        if self.entries.len() > LINEAR {
-            self.index_last();
+        if self.entries.len() > SMALL {
+            self.grown();
         }
     }
 
@@ -200,12 +213,19 @@ impl WriteSet {
         self.push_new(lock, target, payload, ops);
     }
 
-    /// Adds the last entry to the hash index, building the index when the set first outgrows
-    /// linear search.
-    #[cold]
+    /// Adds the last entry to the Bloom filter and (beyond `LINEAR`) to the hash index,
+    /// building each when the set first outgrows the size that does without it.
     #[inline(never)]
-    fn index_last(&mut self) {
+    fn grown(&mut self) {
         let n = self.entries.len();
+        if n == SMALL + 1 {
+            self.bloom = self.entries.iter().fold(0, |b, e| b | bloom_bit(e.lock));
+        } else {
+            self.bloom |= bloom_bit(self.entries[n - 1].lock);
+        }
+        if n <= LINEAR {
+            return;
+        }
         if !self.indexed {
             self.index.clear();
             for (i, e) in self.entries.iter().enumerate() {
@@ -213,7 +233,8 @@ impl WriteSet {
             }
             self.indexed = true;
         } else {
-            self.index.insert(self.entries[n - 1].lock as usize, (n - 1) as u32);
+            self.index
+                .insert(self.entries[n - 1].lock as usize, (n - 1) as u32);
         }
     }
 
@@ -290,7 +311,7 @@ impl WriteSet {
             return Err("index in use does not match the size".into());
         }
         for (i, e) in self.entries.iter().enumerate() {
-            if self.bloom & bloom_bit(e.lock) == 0 {
+            if self.entries.len() > SMALL && self.bloom & bloom_bit(e.lock) == 0 {
                 return Err(format!("entry {i} missing from the Bloom filter"));
             }
             if self.find(e.lock) != Some(i) {
@@ -336,7 +357,7 @@ mod tests {
     #[test]
     fn lookup_replace_and_sort_for_every_size() {
         let locks: Vec<VLock> = (0..40).map(|_| VLock::new()).collect();
-        for n in [1, 2, LINEAR, LINEAR + 1, 40] {
+        for n in [1, 2, 3, SMALL, SMALL + 1, LINEAR, LINEAR + 1, 40] {
             DISCARDED.store(0, Ordering::Relaxed);
             let mut ws = WriteSet::default();
             // Insert in a scrambled order, each value once, then overwrite the even ones.
