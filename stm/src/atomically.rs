@@ -120,6 +120,7 @@ where
 }
 
 /// Runs `f` as a transaction with the given options until it commits.
+#[inline]
 pub fn atomically_with<'env, R, F>(options: &TxOptions, mut f: F) -> R
 where
     F: FnMut(&mut Transaction<'env>) -> Result<R, StmError>,

@@ -134,8 +134,9 @@ impl WriteSet {
         self.find_large(lock)
     }
 
-    /// `find` beyond `SMALL` entries.
-    #[inline]
+    /// `find` beyond `SMALL` entries (out of line, so that the compiler does not hoist its
+    /// hashing into every small lookup).
+    #[inline(never)]
     fn find_large(&self, lock: *const VLock) -> Option<usize> {
         if self.bloom & bloom_bit(lock) == 0 {
             return None;
