@@ -26,7 +26,8 @@
 //! **Commit** (read-write, non-empty write set):
 //! 1. sort the write set by lock address and lock each variable with a bounded spin; if one
 //!    stays busy, release what was taken and abort (`LockBusy`) — nobody waits forever, so
-//!    committers cannot deadlock;
+//!    committers cannot deadlock (a write set of two entries is not reordered: the lower
+//!    address is simply locked first);
 //! 2. take the write version `wv` by incrementing the clock; if an irrevocable transaction is
 //!    running, release and abort (`Irrevocable`);
 //! 3. unless `wv == rv + 1` (no commit happened since the start, so nothing read can have
@@ -820,7 +821,7 @@ impl Transaction<'_> {
 }
 
 impl Drop for Transaction<'_> {
-    /// On a panic in the closure (otherwise [`Transaction::end`] runs instead).
+    // Runs on a panic in the closure (otherwise `Transaction::end` runs instead).
     fn drop(&mut self) {
         self.release();
     }
