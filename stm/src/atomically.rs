@@ -120,6 +120,7 @@ where
 }
 
 /// Runs `f` as a transaction with the given options until it commits.
+#[inline]
 pub fn atomically_with<'env, R, F>(options: &TxOptions, mut f: F) -> R
 where
     F: FnMut(&mut Transaction<'env>) -> Result<R, StmError>,
@@ -148,7 +149,7 @@ where
                 if attempt_mode == Mode::ReadOnly {
                     tx.update_read_only_hint(tx.extensions() != 0);
                 }
-                tx.finish();
+                tx.end();
                 return r;
             }
             Err(cause) => {
@@ -200,7 +201,7 @@ where
         Ok(_) => count_commit(&tx),
         Err(cause) => tx.stats_block().bump(stats::abort_index(cause), 1),
     }
-    tx.finish();
+    tx.end();
     out.map_err(StmError::new)
 }
 
@@ -216,29 +217,30 @@ where
     }
 }
 
+/// The counts of a commit that extended its snapshot or ran irrevocably.
+#[cold]
+#[inline(never)]
+fn count_rare(tx: &Transaction<'_>, block: &stats::Block) {
+    block.bump(stats::EXTENSIONS, tx.extensions());
+    if tx.mode() == Mode::Irrevocable {
+        block.bump(stats::IRREVOCABLE_COMMITS, 1);
+    }
+}
+
 /// Counts a committed attempt in this thread's statistics block.
 #[inline]
 fn count_commit(tx: &Transaction<'_>) {
     let block = tx.stats_block();
+    // Adding a zero is cheaper than testing for it.
     block.bump(stats::COMMITS, 1);
-    let reads = tx.reads_done();
-    if reads != 0 {
-        block.bump(stats::READS, reads);
-    }
-    let read_set = tx.read_set_len() as u64;
-    if read_set != 0 {
-        block.bump(stats::READ_SET, read_set);
-    }
-    if tx.extensions() != 0 {
-        block.bump(stats::EXTENSIONS, tx.extensions());
-    }
+    block.bump(stats::READS, tx.reads_done());
+    block.bump(stats::READ_SET, tx.read_set_len() as u64);
     let w = tx.write_set_len() as u64;
+    block.bump(stats::WRITE_SET, w);
     if w == 0 {
         block.bump(stats::READ_ONLY_COMMITS, 1);
-    } else {
-        block.bump(stats::WRITE_SET, w);
     }
-    if tx.mode() == Mode::Irrevocable {
-        block.bump(stats::IRREVOCABLE_COMMITS, 1);
+    if tx.extensions() != 0 || tx.mode() == Mode::Irrevocable {
+        count_rare(tx, block);
     }
 }

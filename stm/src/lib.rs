@@ -116,6 +116,22 @@
 //!
 //! [`stats`](fn@stats) sums per-thread counters: commits, aborts by [`AbortCause`], read and write-set
 //! sizes, irrevocable runs. They are cheap enough to leave on ([`stats` module](mod@stats)).
+//!
+//! ## Cost
+//!
+//! A single-thread transfer between two `TWord` accounts (two `modify` calls) executes about
+//! 350 instructions including the caller's loop, of which three are atomic read-modify-writes
+//! (two lock CASes and the clock's `fetch_add`); on the 2-core development machine that is
+//! roughly 35 ns, against roughly 11 ns for two index-ordered `Mutex`es and 250 ns for
+//! `stm-core`. The hot path is shaped for that count: one thread-local access per
+//! `atomically` call (the buffers and the statistics block hang off it), reused buffers (no
+//! allocation for `TWord`s), small write sets searched without hashing, a two-entry commit
+//! that locks in address order without sorting, statistics as plain per-thread stores, and
+//! every rare path (spinning on a busy lock, releasing locks, validation, the irrevocable
+//! commit, panics) out of line. A `TVar` transfer costs about four times as much: the boxed
+//! value's allocation, the epoch pin and the deferred free dominate. Measure with
+//! `cargo bench --bench stm -- --figures` (timings) or, for repeatable instruction counts on a
+//! shared machine, `valgrind --tool=callgrind` on `stm/examples/transfers.rs`.
 
 pub mod primitive;
 

@@ -26,7 +26,8 @@
 //! **Commit** (read-write, non-empty write set):
 //! 1. sort the write set by lock address and lock each variable with a bounded spin; if one
 //!    stays busy, release what was taken and abort (`LockBusy`) — nobody waits forever, so
-//!    committers cannot deadlock;
+//!    committers cannot deadlock (a write set of two entries is not reordered: the lower
+//!    address is simply locked first);
 //! 2. take the write version `wv` by incrementing the clock; if an irrevocable transaction is
 //!    running, release and abort (`Irrevocable`);
 //! 3. unless `wv == rv + 1` (no commit happened since the start, so nothing read can have
@@ -126,9 +127,9 @@ pub struct Transaction<'env> {
     mode: Mode,
     doomed: Option<AbortCause>,
     holds_token: bool,
-    /// Keep a read set although read-only (a retry of a read-only transaction, so that its
-    /// snapshot can be extended).
-    track_reads: bool,
+    /// Whether reads are recorded in the read set: always for a read-write attempt, and for a
+    /// read-only one that asked for it (a retry, so that its snapshot can be extended).
+    record_reads: bool,
     nreads: u64,
     extensions: u64,
     /// The buffers: this thread's (borrowed from the thread-local, marked in use), or, during
@@ -216,15 +217,73 @@ fn irrevocable_load<P>(lock: &VLock, load: impl Fn() -> P) -> P {
     }
 }
 
-/// Locks `lock` with a bounded spin; returns the unlocked word it replaced.
-#[inline]
+/// The panic of a nested `atomically`.
+#[cold]
+#[inline(never)]
+fn nested() -> ! {
+    panic!(
+        "timewarp-stm: `atomically` was called inside a transaction on the same thread; \
+         transactions do not nest (compose the inner code as a function of `&mut Transaction`)"
+    )
+}
+
+/// Buffers for a transaction run during thread teardown, when the thread-local is gone
+/// (freed by the transaction's drop).
+#[cold]
+#[inline(never)]
+fn private_buffers() -> NonNull<Buffers> {
+    NonNull::from(Box::leak(Box::new(Buffers::new())))
+}
+
+/// Frees buffers made by [`private_buffers`].
+///
+/// # Safety
+/// `bufs` came from `private_buffers` and is not used again.
+#[cold]
+#[inline(never)]
+unsafe fn free_private_buffers(bufs: NonNull<Buffers>) {
+    // SAFETY: per the contract, `bufs` is a leaked box, freed once here.
+    drop(unsafe { Box::from_raw(bufs.as_ptr()) });
+}
+
+/// Tries once to lock the variable of `e`, then spins a bounded while; records the word it
+/// replaced. `false` if the lock stayed busy.
+#[inline(always)]
+fn lock_entry(e: &mut crate::writeset::WriteEntry) -> bool {
+    // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
+    let lock = unsafe { &*e.lock };
+    let w = lock.load();
+    if !is_locked(w) && lock.try_lock(w) {
+        e.seen = w;
+        return true;
+    }
+    match lock_bounded(lock) {
+        Some(seen) => {
+            e.seen = seen;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Restores the lock words of `entries`, which we locked (a commit that gives up).
+#[cold]
+#[inline(never)]
+fn release_locks(entries: &[crate::writeset::WriteEntry]) {
+    for e in entries {
+        // SAFETY: the lock belongs to a variable borrowed for 'env; we hold it and restore the
+        // word we replaced.
+        unsafe { &*e.lock }.restore(e.seen);
+    }
+}
+
+/// Locks `lock` with a bounded spin (after the commit's first try failed); returns the
+/// unlocked word it replaced.
+#[cold]
+#[inline(never)]
 fn lock_bounded(lock: &VLock) -> Option<u64> {
     let mut tries = 0;
     loop {
-        let w = lock.load();
-        if !is_locked(w) && lock.try_lock(w) {
-            return Some(w);
-        }
         if tries >= LOCK_SPINS {
             return None;
         }
@@ -233,6 +292,10 @@ fn lock_bounded(lock: &VLock) -> Option<u64> {
             yield_now();
         } else {
             spin_loop();
+        }
+        let w = lock.load();
+        if !is_locked(w) && lock.try_lock(w) {
+            return Some(w);
         }
     }
 }
@@ -251,16 +314,12 @@ fn lock_unbounded(lock: &VLock) -> u64 {
 
 impl<'env> Transaction<'env> {
     /// Borrows this thread's buffers. Panics if a transaction already runs on this thread.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new() -> Self {
         let lender = BUFFERS
             .try_with(|tb| {
                 if tb.in_use.replace(true) {
-                    panic!(
-                        "timewarp-stm: `atomically` was called inside a transaction on the same \
-                         thread; transactions do not nest (compose the inner code as a function \
-                         of `&mut Transaction`)"
-                    );
+                    nested();
                 }
                 tb as *const ThreadBuffers
             })
@@ -269,17 +328,14 @@ impl<'env> Transaction<'env> {
             // SAFETY: `lender` is this thread's live thread-local; `in_use` now marks its
             // buffers as lent to us alone until `drop` clears it.
             Some(tb) => (unsafe { NonNull::new_unchecked((*tb).bufs.get()) }, tb),
-            None => (
-                NonNull::from(Box::leak(Box::new(Buffers::new()))),
-                std::ptr::null(),
-            ),
+            None => (private_buffers(), std::ptr::null()),
         };
         Transaction {
             rv: 0,
             mode: Mode::ReadWrite,
             doomed: None,
             holds_token: false,
-            track_reads: false,
+            record_reads: false,
             nreads: 0,
             extensions: 0,
             bufs,
@@ -319,7 +375,7 @@ impl<'env> Transaction<'env> {
     pub(crate) fn begin(&mut self, mode: Mode, track_reads: bool) {
         debug_assert!(self.b().reads.is_empty() && self.b().writes.is_empty() && !self.holds_token);
         self.mode = mode;
-        self.track_reads = track_reads;
+        self.record_reads = mode == Mode::ReadWrite || track_reads;
         self.doomed = None;
         self.nreads = 0;
         self.extensions = 0;
@@ -334,7 +390,7 @@ impl<'env> Transaction<'env> {
 
     /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
     /// and gives the irrevocability token back.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn finish(&mut self) {
         let b = self.bm();
         b.reads.clear();
@@ -398,8 +454,7 @@ impl<'env> Transaction<'env> {
     #[cold]
     #[inline(never)]
     fn try_extend(&mut self) -> bool {
-        let tracked = self.mode == Mode::ReadWrite || self.track_reads;
-        if !tracked && self.nreads > 0 {
+        if !self.record_reads && self.nreads > 0 {
             return false;
         }
         // Sample first, validate after: everything is unchanged at validation time, which is
@@ -453,7 +508,7 @@ impl<'env> Transaction<'env> {
     #[inline]
     fn note_read(&mut self, lock: &VLock) {
         self.nreads += 1;
-        if self.mode == Mode::ReadWrite || self.track_reads {
+        if self.record_reads {
             self.bm().reads.push(lock);
         }
     }
@@ -477,8 +532,7 @@ impl<'env> Transaction<'env> {
         var: &'env V,
         f: impl FnOnce(V::Value) -> V::Value,
     ) -> Result<(), StmError> {
-        let v = var.tx_read(self)?;
-        var.tx_write(self, f(v))
+        var.tx_modify(self, f)
     }
 
     /// Reads a [`TVar`] by reference, without cloning its value: `f` gets the value of this
@@ -546,6 +600,50 @@ impl<'env> Transaction<'env> {
         }
     }
 
+    /// `modify` of a [`TWord`]: the read and the write with one write-set search. Same
+    /// protocol as [`Transaction::read_word`] followed by [`Transaction::check_writable`] and
+    /// [`Transaction::buffer_write`].
+    #[inline(always)]
+    pub(crate) fn modify_word<T: Word>(
+        &mut self,
+        var: &'env TWord<T>,
+        target: *const (),
+        ops: &'static WriteOps,
+        f: impl FnOnce(T) -> T,
+    ) -> Result<(), StmError> {
+        self.check_alive()?;
+        let lock = var.lock();
+        if let Some(i) = self.b().writes.find(lock) {
+            // Our own pending write: the attempt already wrote, so it is not read-only and
+            // may write again.
+            let Payload::Bits(b) = self.b().writes.payload(i) else {
+                unreachable!("a TWord's pending write is always inline")
+            };
+            let new = Payload::Bits(f(T::from_word(b)).to_word());
+            self.bm().writes.set_payload(i, new);
+            return Ok(());
+        }
+        let bits = loop {
+            match validated_load(self.rv, self.mode, lock, || var.load_bits()) {
+                Ok(bits) => {
+                    self.note_read(lock);
+                    break bits;
+                }
+                Err(ReadFail::Stale) if self.try_extend() => continue,
+                Err(_) => return Err(self.doom(AbortCause::ReadConflict)),
+            }
+        };
+        let new = Payload::Bits(f(T::from_word(bits)).to_word());
+        // `check_writable` without its `check_alive`: a successful read does not doom.
+        if self.mode == Mode::ReadOnly {
+            // The read above makes `nreads > 0`: a read-only attempt cannot upgrade in place.
+            return Err(self.doom(AbortCause::ReadOnlyUpgrade));
+        }
+        // Not in the write set (searched above; reads do not add to it).
+        self.bm().writes.push_new(lock, target, new, ops);
+        Ok(())
+    }
+
     /// Checks that the attempt may write; upgrades a read-only attempt that has not read yet.
     #[inline]
     pub(crate) fn check_writable(&mut self) -> Result<(), StmError> {
@@ -553,6 +651,7 @@ impl<'env> Transaction<'env> {
         if self.mode == Mode::ReadOnly {
             if self.nreads == 0 {
                 self.mode = Mode::ReadWrite;
+                self.record_reads = true;
             } else {
                 return Err(self.doom(AbortCause::ReadOnlyUpgrade));
             }
@@ -589,6 +688,7 @@ impl<'env> Transaction<'env> {
     }
 
     /// Tries to commit the attempt.
+    #[inline(always)]
     pub(crate) fn commit(&mut self) -> Result<(), AbortCause> {
         if let Some(c) = self.doomed {
             return Err(c);
@@ -601,44 +701,46 @@ impl<'env> Transaction<'env> {
             self.commit_irrevocable();
             return Ok(());
         }
-        self.bm().writes.sort_for_commit();
-        debug_assert_eq!(self.b().writes.validate(), Ok(()));
-        let n = self.b().writes.len();
-        for i in 0..n {
-            // SAFETY: the lock belongs to a variable borrowed for 'env, alive during commit.
-            let lock = unsafe { &*self.b().writes.entries()[i].lock };
-            match lock_bounded(lock) {
-                Some(seen) => self.bm().writes.entries_mut()[i].seen = seen,
-                None => {
-                    self.release_locks(i);
+        let writes = &mut self.bm().writes;
+        if let [a, b] = writes.entries_mut() {
+            // Two variables (a transfer): lock the lower address first without reordering
+            // the entries (they stay unsorted, which lookups handle).
+            let (first, second) = if a.lock < b.lock { (a, b) } else { (b, a) };
+            if !lock_entry(first) {
+                return Err(AbortCause::LockBusy);
+            }
+            if !lock_entry(second) {
+                release_locks(std::slice::from_ref(first));
+                return Err(AbortCause::LockBusy);
+            }
+        } else {
+            writes.sort_for_commit();
+            debug_assert_eq!(writes.validate(), Ok(()));
+            let entries = writes.entries_mut();
+            for i in 0..entries.len() {
+                if !lock_entry(&mut entries[i]) {
+                    release_locks(&entries[..i]);
                     return Err(AbortCause::LockBusy);
                 }
             }
         }
         let Ok(wv) = globals().take_write_version() else {
-            self.release_locks(n);
+            release_locks(self.b().writes.entries());
             return Err(AbortCause::Irrevocable);
         };
         if wv != self.rv + 1
             && !cfg!(timewarp_stm_broken = "no_commit_validation")
             && !self.validate_read_set()
         {
-            self.release_locks(n);
+            release_locks(self.b().writes.entries());
             return Err(AbortCause::CommitValidation);
         }
         self.write_back(wv);
         Ok(())
     }
 
-    /// Restores the first `n` (locked) entries' lock words.
-    fn release_locks(&self, n: usize) {
-        for e in &self.b().writes.entries()[..n] {
-            // SAFETY: as in `commit`; we hold this lock and restore the word we replaced.
-            unsafe { &*e.lock }.restore(e.seen);
-        }
-    }
-
     /// TL2 commit-time validation (see the module essay, step 3).
+    #[inline(never)]
     fn validate_read_set(&self) -> bool {
         let b = self.b();
         b.reads.iter().all(|&lock| {
@@ -656,26 +758,33 @@ impl<'env> Transaction<'env> {
     }
 
     /// Publishes every pending value and releases its lock stamped with `wv`.
+    #[inline]
     fn write_back(&mut self, wv: u64) {
         let (b, guard) = self.parts();
         for e in b.writes.entries_mut() {
-            match std::mem::replace(&mut e.payload, Payload::Bits(0)) {
+            match e.payload {
                 // SAFETY: an inline payload's target is the value word of the `TWord` this
                 // entry was made for (see `Payload::Bits`), borrowed for 'env.
                 Payload::Bits(bits) => {
                     unsafe { &*(e.target as *const AtomicU64) }.store(bits, Ordering::Release)
                 }
-                // SAFETY: `e.target` is the variable this entry was made for (borrowed for
-                // 'env), `payload` was made by its `tx_write` and is installed once (the entry
-                // now holds `Bits(0)`, which owns nothing), and we hold its write lock.
-                payload => unsafe { (e.ops.install)(e.target, payload, guard) },
+                Payload::Boxed(_) => {
+                    let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
+                    // SAFETY: `e.target` is the variable this entry was made for (borrowed for
+                    // 'env), `payload` was made by its `tx_write` and is installed once (the
+                    // entry now holds `Bits(0)`, which owns nothing), and we hold its lock.
+                    unsafe { (e.ops.install)(e.target, payload, guard) }
+                }
             }
             // SAFETY: as above; we hold this lock.
             unsafe { &*e.lock }.unlock_with_version(wv);
         }
+        b.writes.all_installed();
     }
 
     /// The commit of an irrevocable attempt: cannot fail.
+    #[cold]
+    #[inline(never)]
     fn commit_irrevocable(&mut self) {
         self.bm().writes.sort_for_commit();
         for e in self.bm().writes.entries_mut() {
@@ -687,16 +796,34 @@ impl<'env> Transaction<'env> {
     }
 }
 
-impl Drop for Transaction<'_> {
-    fn drop(&mut self) {
+impl Transaction<'_> {
+    /// Ends the transaction after its last attempt: what `drop` does, without the drop glue
+    /// (which the compiler would not inline).
+    #[inline(always)]
+    pub(crate) fn end(self) {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        this.release();
+        // `release` unpinned (`guard` is `None`), so no field of `this` owns anything now.
+    }
+
+    /// Finishes the attempt and gives the buffers back.
+    #[inline(always)]
+    fn release(&mut self) {
         self.finish();
         if self.lender.is_null() {
             // SAFETY: a null lender means `bufs` is the box leaked in `new`; freed once here.
-            drop(unsafe { Box::from_raw(self.bufs.as_ptr()) });
+            unsafe { free_private_buffers(self.bufs) };
         } else {
             // SAFETY: `lender` is this thread's thread-local, alive while we run on it.
             unsafe { (*self.lender).in_use.set(false) };
         }
+    }
+}
+
+impl Drop for Transaction<'_> {
+    // Runs on a panic in the closure (otherwise `Transaction::end` runs instead).
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -911,6 +1038,40 @@ mod tests {
             })
         });
         assert_eq!(x.load(), vec![3, 4]);
+    }
+
+    #[test]
+    fn a_busy_lock_aborts_a_two_variable_commit_and_releases_the_other() {
+        let vars = [TWord::new(1u64), TWord::new(2u64)];
+        let (lo, hi) = if vars[0].lock() as *const _ < vars[1].lock() as *const _ {
+            (&vars[0], &vars[1])
+        } else {
+            (&vars[1], &vars[0])
+        };
+        // Busy second lock (the first is taken and must be given back), then busy first lock.
+        for busy in [hi, lo] {
+            let free = if std::ptr::eq(busy, hi) { lo } else { hi };
+            let held = busy.lock().load();
+            assert!(busy.lock().try_lock(held));
+            let free_word = free.lock().load();
+            let before = thread_stats();
+            for order in [[lo, hi], [hi, lo]] {
+                let r = try_atomically(|tx| {
+                    tx.write(order[0], 10)?;
+                    tx.write(order[1], 20)
+                });
+                assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::LockBusy));
+                assert_eq!(free.lock().load(), free_word, "the taken lock is restored");
+            }
+            assert_eq!(thread_stats().since(&before).aborts_lock_busy, 2);
+            busy.lock().restore(held);
+            assert_eq!((lo.load() + hi.load()), 3, "nothing was written");
+        }
+        atomically(|tx| {
+            tx.modify(lo, |v| v + 10)?;
+            tx.modify(hi, |v| v + 20)
+        });
+        assert_eq!(lo.load() + hi.load(), 33);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! pointer chase and no clone; a write buffers the 64 bits, with no allocation; the commit
 //! stores them with `Release`. The TL2 protocol is unchanged — the value word plays the role
 //! of the pointer in [`TVar`](crate::TVar) — so a `TWord` and a `TVar` can be mixed freely
-//! in one transaction. The `stm` bench measures both (see the crate README figures).
+//! in one transaction. The `stm` bench measures both (`cargo bench --bench stm -- --figures`;
+//! see also the crate documentation's "Cost" section).
 //!
 //! [`Word`] says how a type packs into 64 bits; it is implemented for the primitive integer
 //! and float types and `bool`, and user types may implement it (the conversion must round-trip).
@@ -167,6 +168,20 @@ impl<T: Word> Var for TWord<T> {
             &Self::OPS,
         );
         Ok(())
+    }
+
+    #[inline(always)]
+    fn tx_modify<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        f: impl FnOnce(T) -> T,
+    ) -> Result<(), StmError> {
+        tx.modify_word(
+            self,
+            &self.bits as *const AtomicU64 as *const (),
+            &Self::OPS,
+            f,
+        )
     }
 }
 

@@ -26,4 +26,20 @@ pub trait Var: sealed::Sealed {
         tx: &mut Transaction<'env>,
         value: Self::Value,
     ) -> Result<(), StmError>;
+
+    /// Read, apply `f`, write: by default [`Var::tx_read`] then [`Var::tx_write`]; a `TWord`
+    /// fuses the two so that the write set is searched once.
+    #[doc(hidden)]
+    #[inline]
+    fn tx_modify<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        f: impl FnOnce(Self::Value) -> Self::Value,
+    ) -> Result<(), StmError>
+    where
+        Self: Sized,
+    {
+        let v = self.tx_read(tx)?;
+        self.tx_write(tx, f(v))
+    }
 }

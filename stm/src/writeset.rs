@@ -9,11 +9,13 @@
 //! A pending [`TWord`](crate::TWord) value is its 64 bits, no allocation at all.
 //!
 //! Reads must see the transaction's own writes, so every read first asks the write set. Most
-//! transactions write a handful of variables, so the lookup is tuned for that: a 64-bit Bloom
-//! filter answers "not written" for most reads in one AND; up to `LINEAR` entries are scanned
+//! transactions write a handful of variables, so the lookup is tuned for that: up to `SMALL`
+//! entries are simply compared (cheaper than hashing); beyond that a 64-bit Bloom filter
+//! answers "not written" for most reads in one AND; up to `LINEAR` entries are then scanned
 //! linearly; beyond that a hash index (address -> entry) is kept. At commit the entries are
 //! sorted by lock address — the global lock order that prevents two committers from waiting
-//! on each other in a cycle — and later lookups binary-search. The vectors and the index are
+//! on each other in a cycle — and later lookups binary-search. (A commit of exactly two
+//! entries, the common transfer, just locks the lower address first and leaves them in place.) The vectors and the index are
 //! reused from attempt to attempt and from transaction to transaction (see
 //! [`atomically`](fn@crate::atomically)), so a transaction in steady state allocates nothing but
 //! its pending `TVar` values.
@@ -23,6 +25,9 @@ use crate::vlock::VLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// Up to this many entries the write set is searched linearly without consulting the Bloom
+/// filter (which is only kept beyond this size).
+pub(crate) const SMALL: usize = 4;
 /// Up to this many entries the write set is searched linearly.
 pub(crate) const LINEAR: usize = 8;
 
@@ -86,7 +91,12 @@ pub(crate) struct WriteSet {
     entries: Vec<WriteEntry>,
     bloom: u64,
     index: Index,
+    /// Whether `index` holds entries (the set grew past `LINEAR` since the last clear).
+    indexed: bool,
     sorted: bool,
+    /// How many entries hold a `Payload::Boxed` that is still owned by the set (not yet
+    /// installed): when none do, [`WriteSet::clear`] only resets the length.
+    boxed: u32,
 }
 
 #[inline]
@@ -116,8 +126,18 @@ impl WriteSet {
     }
 
     /// The entry for the variable with this lock, if it was written.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, lock: *const VLock) -> Option<usize> {
+        if self.entries.len() <= SMALL {
+            return self.entries.iter().position(|e| e.lock == lock);
+        }
+        self.find_large(lock)
+    }
+
+    /// `find` beyond `SMALL` entries (out of line, so that the compiler does not hoist its
+    /// hashing into every small lookup).
+    #[inline(never)]
+    fn find_large(&self, lock: *const VLock) -> Option<usize> {
         if self.bloom & bloom_bit(lock) == 0 {
             return None;
         }
@@ -127,7 +147,7 @@ impl WriteSet {
                 .binary_search_by_key(&(lock as usize), |e| e.lock as usize)
                 .ok();
         }
-        if self.entries.len() <= LINEAR {
+        if !self.indexed {
             return self.entries.iter().position(|e| e.lock == lock);
         }
         self.index.get(&(lock as usize)).map(|&i| i as usize)
@@ -139,8 +159,43 @@ impl WriteSet {
         self.entries[i].payload
     }
 
+    /// Replaces the inline payload of entry `i` (a `TWord`'s; nothing to free).
+    #[inline(always)]
+    pub(crate) fn set_payload(&mut self, i: usize, payload: Payload) {
+        debug_assert!(matches!(self.entries[i].payload, Payload::Bits(_)));
+        debug_assert!(matches!(payload, Payload::Bits(_)));
+        self.entries[i].payload = payload;
+    }
+
+    /// Buffers a write of a variable that is not in the set yet (the caller has just
+    /// searched for it).
+    #[inline(always)]
+    pub(crate) fn push_new(
+        &mut self,
+        lock: *const VLock,
+        target: *const (),
+        payload: Payload,
+        ops: &'static WriteOps,
+    ) {
+        debug_assert!(!self.sorted, "no writes after the commit has begun");
+        debug_assert!(self.find(lock).is_none());
+        if let Payload::Boxed(_) = payload {
+            self.boxed += 1;
+        }
+        self.entries.push(WriteEntry {
+            lock,
+            target,
+            payload,
+            ops,
+            seen: 0,
+        });
+        if self.entries.len() > SMALL {
+            self.grown();
+        }
+    }
+
     /// Buffers a write, replacing (and discarding) an earlier pending value of the same variable.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(
         &mut self,
         lock: *const VLock,
@@ -156,26 +211,43 @@ impl WriteSet {
             unsafe { (ops.discard)(old) };
             return;
         }
-        self.bloom |= bloom_bit(lock);
-        self.entries.push(WriteEntry {
-            lock,
-            target,
-            payload,
-            ops,
-            seen: 0,
-        });
+        self.push_new(lock, target, payload, ops);
+    }
+
+    /// Adds the last entry to the Bloom filter and (beyond `LINEAR`) to the hash index,
+    /// building each when the set first outgrows the size that does without it.
+    #[inline(never)]
+    fn grown(&mut self) {
         let n = self.entries.len();
-        if n == LINEAR + 1 {
+        if n == SMALL + 1 {
+            self.bloom = self.entries.iter().fold(0, |b, e| b | bloom_bit(e.lock));
+        } else {
+            self.bloom |= bloom_bit(self.entries[n - 1].lock);
+        }
+        if n <= LINEAR {
+            return;
+        }
+        if !self.indexed {
             self.index.clear();
             for (i, e) in self.entries.iter().enumerate() {
                 self.index.insert(e.lock as usize, i as u32);
             }
-        } else if n > LINEAR + 1 {
-            self.index.insert(lock as usize, (n - 1) as u32);
+            self.indexed = true;
+        } else {
+            self.index
+                .insert(self.entries[n - 1].lock as usize, (n - 1) as u32);
         }
     }
 
+    /// Marks every boxed payload as installed (the commit's write-back replaced each one with
+    /// `Bits(0)`), so that [`WriteSet::clear`] has nothing to free.
+    #[inline]
+    pub(crate) fn all_installed(&mut self) {
+        self.boxed = 0;
+    }
+
     /// Sorts the entries into lock order (by lock address) for the commit.
+    #[inline]
     pub(crate) fn sort_for_commit(&mut self) {
         if !self.sorted {
             match self.entries.len() {
@@ -193,27 +265,54 @@ impl WriteSet {
 
     /// Forgets every entry, freeing the pending values that were not installed; keeps the
     /// allocations for the next attempt.
+    #[inline]
     pub(crate) fn clear(&mut self) {
-        for e in self.entries.drain(..) {
-            if let Payload::Boxed(_) = e.payload {
-                // SAFETY: each payload still in the set was made by its variable's `tx_write`
-                // and not installed (install replaces it with `Bits(0)`); it is not used after
-                // this. (Inline payloads own nothing, so they need no call.)
-                unsafe { (e.ops.discard)(e.payload) };
-            }
+        if self.boxed != 0 {
+            self.discard_boxed();
         }
+        // `WriteEntry` owns nothing itself (its payload is freed above): this only resets the
+        // length.
+        self.entries.clear();
         self.bloom = 0;
         self.sorted = false;
-        if !self.index.is_empty() {
+        if self.indexed {
             self.index.clear();
+            self.indexed = false;
         }
     }
 
+    /// Frees the boxed payloads that were not installed.
+    #[inline(never)]
+    fn discard_boxed(&mut self) {
+        for e in &mut self.entries {
+            if let Payload::Boxed(_) = e.payload {
+                let payload = std::mem::replace(&mut e.payload, Payload::Bits(0));
+                // SAFETY: each payload still in the set was made by its variable's `tx_write`
+                // and not installed (install replaces it with `Bits(0)`); it is replaced by
+                // `Bits(0)` here, so it is freed once. (Inline payloads own nothing.)
+                unsafe { (e.ops.discard)(payload) };
+            }
+        }
+        self.boxed = 0;
+    }
+
     /// Checks the invariants: the Bloom filter covers every entry, no variable appears twice,
-    /// the index (when used) maps every entry to itself, sorted means sorted.
+    /// the index (when used) maps every entry to itself, sorted means sorted, `boxed` counts
+    /// the boxed payloads.
     pub(crate) fn validate(&self) -> Result<(), String> {
+        let boxed = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e.payload, Payload::Boxed(_)))
+            .count();
+        if boxed != self.boxed as usize {
+            return Err(format!("{boxed} boxed payloads, counted {}", self.boxed));
+        }
+        if self.indexed != (self.entries.len() > LINEAR) && !self.entries.is_empty() {
+            return Err("index in use does not match the size".into());
+        }
         for (i, e) in self.entries.iter().enumerate() {
-            if self.bloom & bloom_bit(e.lock) == 0 {
+            if self.entries.len() > SMALL && self.bloom & bloom_bit(e.lock) == 0 {
                 return Err(format!("entry {i} missing from the Bloom filter"));
             }
             if self.find(e.lock) != Some(i) {
@@ -259,7 +358,7 @@ mod tests {
     #[test]
     fn lookup_replace_and_sort_for_every_size() {
         let locks: Vec<VLock> = (0..40).map(|_| VLock::new()).collect();
-        for n in [1, 2, LINEAR, LINEAR + 1, 40] {
+        for n in [1, 2, 3, SMALL, SMALL + 1, LINEAR, LINEAR + 1, 40] {
             DISCARDED.store(0, Ordering::Relaxed);
             let mut ws = WriteSet::default();
             // Insert in a scrambled order, each value once, then overwrite the even ones.
