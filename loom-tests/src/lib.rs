@@ -1,8 +1,12 @@
-//! Loom models of the Timewarp STM's protocol.
+//! Loom models of Timewarp's concurrent protocols: the STM, and the engine's guarded
+//! structures.
 //!
 //! The models live in `tests/*.rs` and run the real `timewarp-stm` code, whose
 //! [`primitive`](timewarp_stm::primitive) module switches to loom's atomics, thread-locals and
-//! yields under `--cfg loom`. Loom explores the interleavings of the model's threads (bounded
+//! yields under `--cfg loom`; the `engine_*` models (feature `engine`, on by default) run the
+//! real `timewarp` crate's sync seam, TVHT and GVT buffer, whose `primitive` module switches
+//! the same way, under both backends (Koenig et al., seed 000, Sections 3 and 4, Algorithm 1
+//! and Lemma 1). Loom explores the interleavings of the model's threads (bounded
 //! by `LOOM_MAX_PREEMPTIONS`) and every model asserts a serialisability or opacity property
 //! *inside* the transactions as well as after them. Each model has a negative control: the same
 //! model against a deliberately broken STM (`--cfg timewarp_stm_broken="..."`), which loom must
@@ -14,12 +18,37 @@
 //! | `transfer_audit` | transfers conserve the total; a concurrent read-only audit sees it exactly | `no_read_validation` |
 //! | `readonly_vs_writer` | a read-only (and a read-write) transaction never sees half of a commit (boxed `TVar` path; snapshot extension) | `no_read_validation`, `no_extension_validation` |
 //! | `irrevocable` | an irrevocable transaction is never invalidated by a normal commit: consistent reads, no lost update | `no_irrevocable_wait` |
+//! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` |
+//! | `engine_tvht` | under each backend, a contact is reported exactly once; a delete returns exactly the contacts it invalidates | `unguarded_tvht` |
+//! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_no_count_check` |
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p timewarp-loom-tests --release`.
+//! The engine's controls are `--cfg timewarp_broken` builds with `TIMEWARP_BROKEN=<variant>`
+//! (see `timewarp::sync`); the engine models state their own preemption bounds.//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p timewarp-loom-tests --release`
+//! (add `--no-default-features` for the STM's models alone).
 
 /// Runs a loom model and prints how many executions loom explored and how long it took.
+/// The preemption bound is `LOOM_MAX_PREEMPTIONS` (none if unset).
 #[cfg(loom)]
 pub fn model<F>(name: &str, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    run(name, None, f)
+}
+
+/// Like [`model`], with the preemption bound the model file states (it wins over
+/// `LOOM_MAX_PREEMPTIONS`, so a model explores the same space whoever runs it).
+#[cfg(loom)]
+pub fn model_bounded<F>(name: &str, preemptions: usize, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    run(name, Some(preemptions), f)
+}
+
+#[cfg(loom)]
+fn run<F>(name: &str, preemptions: Option<usize>, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
@@ -34,12 +63,18 @@ where
     if std::env::var_os("LOOM_MAX_BRANCHES").is_none() {
         builder.max_branches = 20_000;
     }
+    if preemptions.is_some() {
+        builder.preemption_bound = preemptions;
+    }
+    let bound = builder
+        .preemption_bound
+        .map_or_else(|| "unbounded".to_string(), |b| b.to_string());
     builder.check(move || {
         c.fetch_add(1, Ordering::Relaxed);
         f();
     });
     println!(
-        "loom model {name}: {} executions in {:.2} s",
+        "loom model {name}: {} executions in {:.2} s (preemption bound {bound})",
         count.load(Ordering::Relaxed),
         start.elapsed().as_secs_f64()
     );

@@ -438,7 +438,12 @@ impl GvtBuffer {
                 let Slot::Count { tick: have, full } = *v.get(self.count_key(t)) else {
                     unreachable!()
                 };
-                if have != t || full as usize != self.chunks {
+                let incomplete = full as usize != self.chunks;
+                // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+                // `TIMEWARP_BROKEN=gvt_no_count_check` (a loom negative control, `sync::broken`).
+                #[cfg(timewarp_broken)]
+                let incomplete = incomplete && !crate::sync::broken("gvt_no_count_check");
+                if have != t || incomplete {
                     return None; // committed by someone else already, or not complete.
                 }
                 let mut out = Vec::with_capacity(if frame { self.bodies } else { 0 });
