@@ -38,7 +38,8 @@ where
 }
 
 /// Like [`model`], with the preemption bound the model file states (it wins over
-/// `LOOM_MAX_PREEMPTIONS`, so a model explores the same space whoever runs it).
+/// `LOOM_MAX_PREEMPTIONS`, so a model explores the same space whoever runs it; to explore
+/// deeper by hand, `TIMEWARP_LOOM_PREEMPTIONS=<n>` overrides it).
 #[cfg(loom)]
 pub fn model_bounded<F>(name: &str, preemptions: usize, f: F)
 where
@@ -63,8 +64,13 @@ where
     if std::env::var_os("LOOM_MAX_BRANCHES").is_none() {
         builder.max_branches = 20_000;
     }
-    if preemptions.is_some() {
-        builder.preemption_bound = preemptions;
+    if let Some(p) = preemptions {
+        builder.preemption_bound = Some(match std::env::var("TIMEWARP_LOOM_PREEMPTIONS") {
+            Ok(v) => v
+                .parse()
+                .expect("TIMEWARP_LOOM_PREEMPTIONS must be a number"),
+            Err(_) => p,
+        });
     }
     let bound = builder
         .preemption_bound

@@ -12,18 +12,21 @@
 //!   checking that it never sees the other half done; under each backend (moved here from
 //!   `src/sync/table.rs`). Both are also broken by `unsorted_locks` (the lock one deadlocks).
 //!
-//! Preemption bounds: 3 (three threads, two locks each: about 2,400 executions, well under a
-//! second); the crossed pairs explore exhaustively within 3 too.
+//! Preemption bounds: the lock models are explored exhaustively (three-way: 379 executions
+//! from bound 10 up, unchanged at 20; crossed: 5); the STM pair at bound 3 (about 2,600
+//! executions, a fraction of a second).
 #![cfg(all(loom, feature = "engine"))]
 
 use loom::thread;
 use std::sync::Arc;
 use timewarp::sync::{Backend, Table};
 
-/// LOOM_MAX_PREEMPTIONS of the three-way model.
-const THREE_WAY_PREEMPTIONS: usize = 3;
-/// LOOM_MAX_PREEMPTIONS of the crossed pairs.
-const CROSSED_PREEMPTIONS: usize = 3;
+/// LOOM_MAX_PREEMPTIONS of the three-way model (exhaustive: no execution preempts more).
+const THREE_WAY_PREEMPTIONS: usize = 10;
+/// LOOM_MAX_PREEMPTIONS of the crossed lock pair (exhaustive).
+const CROSSED_LOCKS_PREEMPTIONS: usize = 10;
+/// LOOM_MAX_PREEMPTIONS of the crossed STM pair.
+const CROSSED_STM_PREEMPTIONS: usize = 3;
 
 /// One section over `keys` (in the given order) that adds 1 to each of its slots, checking
 /// that the view names exactly the sorted, distinct keys.
@@ -61,8 +64,8 @@ fn three_lock_sections_never_deadlock() {
     });
 }
 
-fn crossed_sections(name: &str, backend: Backend) {
-    timewarp_loom_tests::model_bounded(name, CROSSED_PREEMPTIONS, move || {
+fn crossed_sections(name: &str, backend: Backend, preemptions: usize) {
+    timewarp_loom_tests::model_bounded(name, preemptions, move || {
         let t = Arc::new(Table::new(backend, 2, |_| 0u32));
         let t2 = t.clone();
         let h = thread::spawn(move || {
@@ -88,10 +91,18 @@ fn crossed_sections(name: &str, backend: Backend) {
 
 #[test]
 fn crossed_lock_sections() {
-    crossed_sections("crossed_lock_sections", Backend::Locks);
+    crossed_sections(
+        "crossed_lock_sections",
+        Backend::Locks,
+        CROSSED_LOCKS_PREEMPTIONS,
+    );
 }
 
 #[test]
 fn crossed_stm_sections() {
-    crossed_sections("crossed_stm_sections", Backend::Stm);
+    crossed_sections(
+        "crossed_stm_sections",
+        Backend::Stm,
+        CROSSED_STM_PREEMPTIONS,
+    );
 }
