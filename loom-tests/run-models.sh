@@ -75,8 +75,8 @@ engine_controls=(
     "unsorted_locks|engine_sections|three_lock_sections_never_deadlock|deadlock; threads"
     "unguarded_tvht|engine_tvht|tvht_write_write_locks|TVHT CONTACT REPORTED 0 TIMES"
     "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT CONTACT REPORTED 0 TIMES"
-    "gvt_no_count_check|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
-    "gvt_no_count_check|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
+    "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
+    "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
 )
 broken_env=(env CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-engine"
     RUSTFLAGS="--cfg loom --cfg timewarp_broken")

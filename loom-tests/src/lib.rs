@@ -20,7 +20,7 @@
 //! | `irrevocable` | an irrevocable transaction is never invalidated by a normal commit: consistent reads, no lost update | `no_irrevocable_wait` |
 //! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` |
 //! | `engine_tvht` | under each backend, a contact is reported exactly once; a delete returns exactly the contacts it invalidates | `unguarded_tvht` |
-//! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_no_count_check` |
+//! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_count_check_outside` |
 //!
 //! The engine's controls are `--cfg timewarp_broken` builds with `TIMEWARP_BROKEN=<variant>`
 //! (see `timewarp::sync`); the engine models state their own preemption bounds.//!
@@ -46,6 +46,55 @@ where
     F: Fn() + Sync + Send + 'static,
 {
     run(name, Some(preemptions), f)
+}
+
+/// Which of a model's legal outcomes its executions reached: a model records each
+/// execution's outcome (an index into `names`), and after exploring it checks that every one
+/// was reached, so a model whose interleavings collapse to fewer cases than it claims fails.
+#[cfg(loom)]
+pub struct Outcomes {
+    names: &'static [&'static str],
+    seen: Vec<std::sync::atomic::AtomicUsize>,
+}
+
+#[cfg(loom)]
+impl Outcomes {
+    /// Outcomes named `names`, none reached yet.
+    pub fn new(names: &'static [&'static str]) -> std::sync::Arc<Outcomes> {
+        std::sync::Arc::new(Outcomes {
+            names,
+            seen: names
+                .iter()
+                .map(|_| std::sync::atomic::AtomicUsize::new(0))
+                .collect(),
+        })
+    }
+
+    /// One execution reached outcome `i`.
+    pub fn saw(&self, i: usize) {
+        self.seen[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Prints how often each outcome was reached; panics if one never was.
+    pub fn check_all_reached(&self, model: &str) {
+        let counts: Vec<usize> = self
+            .seen
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
+        let report: Vec<String> = self
+            .names
+            .iter()
+            .zip(&counts)
+            .map(|(n, c)| format!("{n}: {c}"))
+            .collect();
+        println!("   {model} outcomes: {}", report.join(", "));
+        assert!(
+            counts.iter().all(|&c| c > 0),
+            "loom model {model} never reached some legal outcome: {}",
+            report.join(", ")
+        );
+    }
 }
 
 #[cfg(loom)]

@@ -5,26 +5,31 @@
 //! Two bodies, each its own entity; every tick is a frame (so the committed states are
 //! checked); a ring of three ticks.
 //!
-//! * entity A (the model's main thread) records ticks 0 and 1, then drains the committed
-//!   frames while B may still be running;
-//! * entity B records tick 1 with a state it then rolls back (`unrecord`), records tick 0, and
-//!   records tick 1 again with its final state.
+//! * entity A (a thread) records ticks 0 and 1, then drains the committed frames while B may
+//!   still be running;
+//! * entity B (another thread) records tick 0, then records tick 1 with a state it then rolls
+//!   back (`unrecord`); after both threads end, B records tick 1 again with its final state.
 //!
-//! Tick 1 cannot commit before B's final record (B's rollback comes before its tick-0 record,
-//! which tick 0's commit needs), so in every interleaving every operation succeeds, GVT ends at
-//! 2 and never goes down, and the frames handed out (mid-run and after) are exactly ticks 0
-//! and 1, each once, in order, holding the final states: a tick is committed exactly once,
-//! never while a body is missing (that frame would hold B's rolled-back or a blank state, and
-//! a later record of it would be refused), and never changed after commit (recording or
-//! unrecording a committed tick is refused, the states handed out stay those recorded).
+//! The model's main thread only spawns and joins them, then drains the rest.
 //!
-//! Negative control: `TIMEWARP_BROKEN=gvt_no_count_check` lets a commit skip the "every body
-//! has recorded the tick" check; loom must find an interleaving in which the commit of tick 0
-//! carries on to an incomplete tick 1.
+//! Once A and B have both recorded tick 1, it may commit before B's rollback. The buffer's
+//! contract then refuses the rollback and the re-record (`GvtError::Committed`), and the frame
+//! holds the rolled-back state; otherwise both succeed and the frame holds the final state.
+//! (The re-record runs after the threads join, and the main thread waits, so that the
+//! rollback-versus-commit race, the point of the model, is reached within 2 preemptions.)
+//! Every interleaving must give one of these two sequential outcomes: all other operations
+//! succeed, GVT ends at 2 and never goes down, and the frames handed out (mid-run and after)
+//! are exactly ticks 0 and 1, each once, in order. So a tick is committed exactly once, never
+//! while a body is missing (the frame would hold the rolled-back state while the rollback
+//! succeeded), and never changed after commit (a refused operation changed nothing; the
+//! committed ticks stay refused at the end).
 //!
-//! Preemption bounds: under locks the model is explored exhaustively (22,417 executions, the
-//! same at bound 20 and 30, about 3 s); under the STM, whose sections are many more atomic
-//! steps, bound 2 (about 4,300 executions, 1 s; bound 3 takes 116,000 and half a minute).
+//! Negative control: `TIMEWARP_BROKEN=gvt_count_check_outside` checks that every body has
+//! recorded the tick in a section of its own and commits in a second one; loom must find the
+//! interleaving where B's rollback slips between the two and the tick commits without B.
+//!
+//! Preemption bounds: under locks the model is explored exhaustively (bound 20, the count
+//! unchanged at 30); under the STM, whose sections are many more atomic steps, bound 2.
 #![cfg(all(loom, feature = "engine"))]
 
 use glam::{Quat, Vec3};
@@ -33,6 +38,7 @@ use std::sync::Arc;
 use timewarp::dynamics::BodyState;
 use timewarp::sync::Backend;
 use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, Tick};
+use timewarp_loom_tests::Outcomes;
 
 /// LOOM_MAX_PREEMPTIONS of the lock-backend model (exhaustive: no execution preempts more).
 const LOCKS_PREEMPTIONS: usize = 20;
@@ -60,6 +66,11 @@ fn ok(who: &str, r: Result<(), GvtError>) {
 }
 
 fn model(name: &str, backend: Backend, preemptions: usize) {
+    let outcomes = Outcomes::new(&[
+        "rollback before tick 1's commit",
+        "rollback after it (refused)",
+    ]);
+    let seen = outcomes.clone();
     timewarp_loom_tests::model_bounded(name, preemptions, move || {
         let config = GvtConfig {
             bodies: 2,
@@ -72,30 +83,43 @@ fn model(name: &str, backend: Backend, preemptions: usize) {
         let gb = g.clone();
         let b = thread::spawn(move || {
             [
+                gb.record(0, &[(1, st(1, 0, false))]),
                 gb.record(1, &[(1, st(1, 1, true))]),
                 gb.unrecord(1, &[1]),
-                gb.record(0, &[(1, st(1, 0, false))]),
-                gb.record(1, &[(1, st(1, 1, false))]),
             ]
         });
-        ok("A's record of tick 0", g.record(0, &[(0, st(0, 0, false))]));
-        ok("A's record of tick 1", g.record(1, &[(0, st(0, 1, false))]));
-        let gvt_mid = g.gvt();
-        let mut frames = g.drain_committed();
-        let [r1x, u1, r0, r1] = b.join().unwrap();
-        ok("B's first record of tick 1", r1x);
-        ok("B's rollback of tick 1", u1);
+        let ga = g.clone();
+        let a = thread::spawn(move || {
+            let r = [
+                ga.record(0, &[(0, st(0, 0, false))]),
+                ga.record(1, &[(0, st(0, 1, false))]),
+            ];
+            (r, ga.gvt(), ga.drain_committed())
+        });
+        let ([a0, a1], gvt_mid, mut frames) = a.join().unwrap();
+        let [r0, r1x, u1] = b.join().unwrap();
+        ok("A's record of tick 0", a0);
+        ok("A's record of tick 1", a1);
+        let r1 = g.record(1, &[(1, st(1, 1, false))]);
         ok("B's record of tick 0", r0);
-        ok("B's final record of tick 1", r1);
+        ok("B's first record of tick 1", r1x);
+        // Either B's rollback came before tick 1's commit (both succeed), or after it (both
+        // are refused, and the commit holds the rolled-back state).
+        let rolled_back = match (u1, r1) {
+            (Ok(()), Ok(())) => false,
+            (Err(GvtError::Committed { tick: 1 }), Err(GvtError::Committed { tick: 1 })) => true,
+            other => panic!("GVT COMMIT BROKEN: B's rollback and re-record of tick 1: {other:?}"),
+        };
         let gvt_end = g.gvt();
         assert!(
             gvt_mid <= gvt_end && gvt_end == 2,
             "GVT COMMIT BROKEN: GVT went {gvt_mid} -> {gvt_end}, expected to end at 2"
         );
         frames.extend(g.drain_committed());
-        let want: Vec<(Tick, Vec<BodyState>)> = (0..2)
-            .map(|t| (t, vec![st(0, t, false), st(1, t, false)]))
-            .collect();
+        let want = vec![
+            (0, vec![st(0, 0, false), st(1, 0, false)]),
+            (1, vec![st(0, 1, false), st(1, 1, rolled_back)]),
+        ];
         assert!(
             frames == want,
             "GVT COMMIT BROKEN: committed frames {frames:?}, expected {want:?}"
@@ -110,7 +134,9 @@ fn model(name: &str, backend: Backend, preemptions: usize) {
         if let Err(e) = g.validate() {
             panic!("GVT COMMIT BROKEN: invariant: {e}");
         }
+        seen.saw(usize::from(rolled_back));
     });
+    outcomes.check_all_reached(name);
 }
 
 #[test]

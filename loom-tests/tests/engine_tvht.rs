@@ -31,6 +31,7 @@ use timewarp::dynamics::BodyState;
 use timewarp::geometry::Aabb;
 use timewarp::sync::Backend;
 use timewarp::warp::{BodyEntry, Contact, ContactKey, Tvht, TvhtConfig};
+use timewarp_loom_tests::Outcomes;
 
 /// LOOM_MAX_PREEMPTIONS of the lock-backend models (exhaustive: no execution preempts more).
 const LOCKS_PREEMPTIONS: usize = 6;
@@ -104,6 +105,8 @@ fn bound(backend: Backend) -> usize {
 }
 
 fn write_write(name: &str, backend: Backend) {
+    let outcomes = Outcomes::new(&["entity 2 wrote second", "entity 1 wrote second"]);
+    let seen = outcomes.clone();
     timewarp_loom_tests::model_bounded(name, bound(backend), move || {
         let t = Arc::new(table(backend));
         let t2 = t.clone();
@@ -118,6 +121,7 @@ fn write_write(name: &str, backend: Backend) {
             c2.len()
         );
         c1.iter().chain(&c2).for_each(check_contact);
+        seen.saw(c1.len());
         let records = t.contacts();
         assert!(
             records
@@ -132,9 +136,16 @@ fn write_write(name: &str, backend: Backend) {
         assert_eq!(t.stored_entries(), 4, "each box covers two buckets");
         validate(&t);
     });
+    outcomes.check_all_reached(name);
 }
 
 fn write_delete(name: &str, backend: Backend) {
+    let outcomes = Outcomes::new(&[
+        "(write 1, write 2, delete 1) = (0, 1, 1)",
+        "(write 2, write 1, delete 1) = (1, 1, 0)",
+        "(write 1, delete 1, write 2) = (0, 0, 0)",
+    ]);
+    let seen = outcomes.clone();
     timewarp_loom_tests::model_bounded(name, bound(backend), move || {
         let t = Arc::new(table(backend));
         let t2 = t.clone();
@@ -146,11 +157,15 @@ fn write_delete(name: &str, backend: Backend) {
         let w2 = t.write(2, TICK, &[b2()]).expect("entity 2's write");
         let (w1, d1) = h.join().unwrap();
         let outcome = (w1.len(), d1.len(), w2.len());
-        assert!(
-            matches!(outcome, (0, 1, 1) | (1, 1, 0) | (0, 0, 0)),
-            "TVHT DELETE OUTCOME NOT SEQUENTIAL: (write 1, delete 1, write 2) got {outcome:?} \
-             contacts"
-        );
+        match outcome {
+            (0, 1, 1) => seen.saw(0),
+            (1, 1, 0) => seen.saw(1),
+            (0, 0, 0) => seen.saw(2),
+            _ => panic!(
+                "TVHT DELETE OUTCOME NOT SEQUENTIAL: (write 1, delete 1, write 2) got \
+                 {outcome:?} contacts"
+            ),
+        }
         w1.iter().chain(&d1).chain(&w2).for_each(check_contact);
         let records = t.contacts();
         assert!(
@@ -165,6 +180,7 @@ fn write_delete(name: &str, backend: Backend) {
         assert_eq!(t.stored_entries(), 2, "a box covers two buckets");
         validate(&t);
     });
+    outcomes.check_all_reached(name);
 }
 
 #[test]

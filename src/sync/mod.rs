@@ -36,11 +36,16 @@ pub use table::{Table, View};
 /// it (`loom-tests/run-models.sh`): `unsorted_locks` (the lock backend locks keys in the given
 /// order, not ascending: Lemma 1 no longer holds), `unguarded_tvht` (a TVHT write or delete
 /// runs on copies read in one section and written back in another, outside any guard),
-/// `gvt_no_count_check` (the GVT buffer commits a tick without checking that every body has
-/// recorded it). One build serves every control; each run breaks exactly one thing.
+/// `gvt_count_check_outside` (the GVT buffer checks that every body has recorded a tick in a
+/// section of its own, then commits it in another without checking again).
+/// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 3] = ["unsorted_locks", "unguarded_tvht", "gvt_no_count_check"];
+    const KNOWN: [&str; 3] = [
+        "unsorted_locks",
+        "unguarded_tvht",
+        "gvt_count_check_outside",
+    ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {
         Ok(v) if KNOWN.contains(&v.as_str()) => v == name,
