@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Runs every loom model of the STM against the real code, then every negative control (the
-# same model against a deliberately broken STM), and checks that each control fails with its
-# model's own assertion message. Exits non-zero if a model fails or a control passes (or
-# fails for another reason). Each cfg combination builds in its own target dir.
+# Runs every loom model against the real code — the STM's, and the engine's (sync seam, TVHT,
+# GVT buffer: tests/engine_*.rs) — then every negative control (the same model against a
+# deliberately broken STM or engine), and checks that each control fails with its model's own
+# assertion message (or loom's deadlock report). Exits non-zero if a model fails or a control
+# passes (or fails for another reason). Each cfg combination builds in its own target dir:
+#   target/loom                      all models (STM and engine)
+#   target/loom-broken-<stm variant> one per STM control (`--cfg timewarp_stm_broken=...`,
+#                                    without the engine: `--no-default-features`)
+#   target/loom-broken-engine        every engine control (`--cfg timewarp_broken`; the
+#                                    variant is chosen per run by TIMEWARP_BROKEN=<name>, so
+#                                    each control still breaks exactly one thing)
+# The engine models state their own preemption bounds (LOOM_MAX_PREEMPTIONS below applies to
+# the STM's models only).
 #
 #   loom-tests/run-models.sh            # from the workspace root (or anywhere)
 #   LOOM_MAX_PREEMPTIONS=2 loom-tests/run-models.sh   # quicker, weaker
@@ -12,14 +21,15 @@ ROOT=$(pwd)
 TARGET_BASE=${LOOM_TARGET_BASE:-$ROOT/target}
 export LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 status=0
+script_start=$(date +%s)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "== loom models (LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS, release)"
+echo "== loom models (release; STM models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS, engine models at their own bounds)"
 start=$(date +%s)
 if CARGO_TARGET_DIR="$TARGET_BASE/loom" RUSTFLAGS="--cfg loom" \
     cargo test -p timewarp-loom-tests --release -- --nocapture --test-threads 1 >"$log" 2>&1; then
-    grep -oE "loom model [a-z_]+: [0-9]+ executions in [0-9.]+ s" "$log" | sed "s/^/   /"
+    grep -oE "loom model [a-z_]+: [0-9]+ executions in [0-9.]+ s( \(preemption bound [a-z0-9]+\))?|[a-z_]+ outcomes: .*" "$log" | sed "s/^/   /"
     echo "   all models passed in $(( $(date +%s) - start )) s (including the build)"
 else
     grep -E "^loom model|^test |panicked|error" "$log" | head -40
@@ -43,7 +53,8 @@ for c in "${controls[@]}"; do
     start=$(date +%s)
     CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-$broken" \
         RUSTFLAGS="--cfg loom --cfg timewarp_stm_broken=\"$broken\"" \
-        cargo test -p timewarp-loom-tests --release --test "$test" -- --nocapture >"$log" 2>&1
+        cargo test -p timewarp-loom-tests --release --no-default-features --test "$test" \
+        -- --nocapture >"$log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
     if [ $rc -eq 0 ]; then
@@ -58,6 +69,48 @@ for c in "${controls[@]}"; do
     fi
 done
 
+# The engine's controls: one build with `--cfg timewarp_broken`; TIMEWARP_BROKEN picks the
+# broken variant per run (src/sync/mod.rs, `broken`).
+# control: variant | test target | test name | message the model must fail with
+engine_controls=(
+    "unsorted_locks|engine_sections|three_lock_sections_never_deadlock|deadlock; threads"
+    "unguarded_tvht|engine_tvht|tvht_write_write_locks|TVHT CONTACT REPORTED 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT CONTACT REPORTED 0 TIMES"
+    "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
+    "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
+)
+broken_env=(env CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-engine"
+    RUSTFLAGS="--cfg loom --cfg timewarp_broken")
+echo "== building the engine's negative controls (--cfg timewarp_broken)"
+start=$(date +%s)
+if ! "${broken_env[@]}" cargo test -p timewarp-loom-tests --release --no-run >"$log" 2>&1; then
+    grep -E "^error|^warning" "$log" | head -20
+    echo "FAIL: the --cfg timewarp_broken build failed"
+    status=1
+else
+    echo "   built in $(( $(date +%s) - start )) s"
+    for c in "${engine_controls[@]}"; do
+        IFS='|' read -r broken test name msg <<<"$c"
+        echo "== negative control: $test::$name with TIMEWARP_BROKEN=$broken"
+        start=$(date +%s)
+        TIMEWARP_BROKEN=$broken "${broken_env[@]}" cargo test -p timewarp-loom-tests --release \
+            --test "$test" -- --exact "$name" --nocapture >"$log" 2>&1
+        rc=$?
+        took=$(( $(date +%s) - start ))
+        if [ $rc -eq 0 ]; then
+            echo "FAIL: control passed: loom did not catch $broken ($took s)"
+            status=1
+        elif grep -q "1 failed" "$log" && grep -qF "$msg" "$log"; then
+            echo "   caught as expected ($took s): $(grep -m1 -F "$msg" "$log" | cut -c1-140)"
+        else
+            grep -E "panicked|error|deadlock" "$log" | head -10
+            echo "FAIL: control failed, but not with the model's assertion ($took s)"
+            status=1
+        fi
+    done
+fi
+
+echo "== run-models.sh took $(( $(date +%s) - script_start )) s"
 if [ $status -eq 0 ]; then
     echo "== all loom models pass and all negative controls are caught"
 else

@@ -29,3 +29,27 @@ pub mod table;
 pub use backend::{Backend, BackendError};
 pub use stats::{SyncStats, stats};
 pub use table::{Table, View};
+
+/// **Test-only negative controls.** In a build with `RUSTFLAGS="--cfg loom --cfg
+/// timewarp_broken"` (never a normal build), the environment variable `TIMEWARP_BROKEN` names
+/// one deliberately broken guard, so that the loom models in `loom-tests/` can show they catch
+/// it (`loom-tests/run-models.sh`): `unsorted_locks` (the lock backend locks keys in the given
+/// order, not ascending: Lemma 1 no longer holds), `unguarded_tvht` (a TVHT write or delete
+/// runs on copies read in one section and written back in another, outside any guard),
+/// `gvt_count_check_outside` (the GVT buffer checks that every body has recorded a tick in a
+/// section of its own, then commits it in another without checking again).
+/// One build serves every control; each run breaks exactly one thing.
+#[cfg(timewarp_broken)]
+pub(crate) fn broken(name: &str) -> bool {
+    const KNOWN: [&str; 3] = [
+        "unsorted_locks",
+        "unguarded_tvht",
+        "gvt_count_check_outside",
+    ];
+    assert!(KNOWN.contains(&name), "unknown broken variant {name}");
+    match std::env::var("TIMEWARP_BROKEN") {
+        Ok(v) if KNOWN.contains(&v.as_str()) => v == name,
+        Ok(v) => panic!("TIMEWARP_BROKEN={v}: expected one of {KNOWN:?}"),
+        Err(_) => false,
+    }
+}

@@ -70,6 +70,9 @@ enum ViewInner<'s, T> {
     Stm { values: Vec<(T, bool)> },
     #[cfg(feature = "locks")]
     Locks { guards: Vec<MutexGuard<'s, T>> },
+    /// Test-only (`cfg(timewarp_broken)`): unguarded copies, see [`Table::section_unguarded`].
+    #[cfg(timewarp_broken)]
+    Copies { values: Vec<(T, bool)> },
     /// Never built: keeps `'s` used in a build without the lock backend.
     #[allow(dead_code)]
     Never(std::marker::PhantomData<&'s T>),
@@ -107,6 +110,8 @@ impl<'s, T> View<'s, T> {
             ViewInner::Stm { values } => &values[i].0,
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &guards[i],
+            #[cfg(timewarp_broken)]
+            ViewInner::Copies { values } => &values[i].0,
             ViewInner::Never(_) => unreachable!(),
         }
     }
@@ -123,6 +128,11 @@ impl<'s, T> View<'s, T> {
             }
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &mut guards[i],
+            #[cfg(timewarp_broken)]
+            ViewInner::Copies { values } => {
+                values[i].1 = true;
+                &mut values[i].0
+            }
             ViewInner::Never(_) => unreachable!(),
         }
     }
@@ -218,6 +228,25 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
             }
             #[cfg(feature = "locks")]
             Slots::Locks(mutexes) => {
+                #[cfg(timewarp_broken)]
+                if super::broken("unsorted_locks") {
+                    // BROKEN ON PURPOSE (test-only negative control, see `sync::broken`): the
+                    // mutexes are taken in the order the keys were given, so two sections
+                    // naming shared keys in different orders can wait on each other forever.
+                    let mut taken: Vec<(usize, MutexGuard<'_, T>)> = Vec::new();
+                    for &k in keys {
+                        if !taken.iter().any(|(j, _)| *j == k) {
+                            taken.push((k, mutexes[k].lock().expect("poisoned")));
+                        }
+                    }
+                    taken.sort_by_key(|(k, _)| *k);
+                    let guards = taken.into_iter().map(|(_, g)| g).collect();
+                    let mut view = View {
+                        keys: sorted,
+                        inner: ViewInner::Locks { guards },
+                    };
+                    return f(&mut view);
+                }
                 // Algorithm 1: ascending order, all before the closure, held to its end.
                 let guards = sorted
                     .iter()
@@ -237,6 +266,44 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                 r
             }
         }
+    }
+
+    /// **BROKEN ON PURPOSE** (test-only negative control, `TIMEWARP_BROKEN=unguarded_tvht`
+    /// in a `cfg(timewarp_broken)` build, see `sync::broken`): runs `f` on copies of the slots
+    /// read in one section, then writes the slots it changed back in a second section, so
+    /// nothing guards the read-modify-write as a whole (another section can run in between).
+    #[cfg(timewarp_broken)]
+    pub(crate) fn section_unguarded<R>(
+        &self,
+        keys: &[usize],
+        mut f: impl FnMut(&mut View<'_, T>) -> R,
+    ) -> R {
+        let mut sorted = Vec::with_capacity(keys.len());
+        sort_keys(keys, self.len(), &mut sorted);
+        let values = self.section(&sorted, |v| {
+            sorted.iter().map(|&k| (v.get(k).clone(), false)).collect()
+        });
+        let mut view = View {
+            keys: &sorted,
+            inner: ViewInner::Copies { values },
+        };
+        let r = f(&mut view);
+        let ViewInner::Copies { values } = view.inner else {
+            unreachable!()
+        };
+        let dirty: Vec<(usize, T)> = values
+            .into_iter()
+            .zip(&sorted)
+            .filter(|((_, d), _)| *d)
+            .map(|((v, _), &k)| (k, v))
+            .collect();
+        let dirty_keys: Vec<usize> = dirty.iter().map(|(k, _)| *k).collect();
+        self.section(&dirty_keys, |v| {
+            for (k, val) in &dirty {
+                *v.get_mut(*k) = val.clone();
+            }
+        });
+        r
     }
 
     /// A consistent copy of every slot (one section over all keys; meant for checks and
@@ -315,47 +382,5 @@ mod tests {
             assert!(s.sections >= 16 * 306);
             assert!(s.attempts >= s.sections);
         }
-    }
-}
-
-/// Loom models of the seam itself: `RUSTFLAGS="--cfg loom" cargo test --lib --release
-/// --features stm,locks sync::table::loom_models`. Every interleaving of two sections that
-/// name the same keys in opposite orders must finish (no deadlock) with both applied.
-#[cfg(all(test, loom))]
-mod loom_models {
-    use super::*;
-    use loom::sync::Arc;
-
-    fn crossed_sections(backend: Backend) {
-        loom::model(move || {
-            let t = Arc::new(Table::new(backend, 2, |_| 0u32));
-            let t2 = t.clone();
-            let h = loom::thread::spawn(move || {
-                t2.section(&[1, 0], |v| {
-                    *v.get_mut(1) += 1;
-                    *v.get_mut(0) += 1;
-                })
-            });
-            t.section(&[0, 1], |v| {
-                let (a, b) = (*v.get(0), *v.get(1));
-                assert_eq!(a, b, "a section saw the other half done");
-                *v.get_mut(0) = a + 10;
-                *v.get_mut(1) = b + 10;
-            });
-            h.join().unwrap();
-            assert_eq!(t.snapshot(), vec![11, 11]);
-        });
-    }
-
-    #[cfg(feature = "locks")]
-    #[test]
-    fn lock_sections_in_crossed_order_neither_deadlock_nor_interleave() {
-        crossed_sections(Backend::Locks);
-    }
-
-    #[cfg(feature = "stm")]
-    #[test]
-    fn stm_sections_in_crossed_order_are_atomic() {
-        crossed_sections(Backend::Stm);
     }
 }

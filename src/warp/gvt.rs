@@ -426,6 +426,23 @@ impl GvtBuffer {
             keys.extend(pred);
             let frame = self.is_frame(t);
             let next_is_frame = self.is_frame(t + self.ring);
+            // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+            // `TIMEWARP_BROKEN=gvt_count_check_outside` (a loom negative control, see
+            // `sync::broken`): whether every body has recorded `t` is checked in a section of
+            // its own, and the commit section below trusts it, so a rollback can slip between.
+            #[cfg(timewarp_broken)]
+            let count_checked_outside = crate::sync::broken("gvt_count_check_outside");
+            #[cfg(timewarp_broken)]
+            if count_checked_outside {
+                let ck = self.count_key(t);
+                let complete = self.table.section(&[ck], |v| match *v.get(ck) {
+                    Slot::Count { tick, full } => tick == t && full as usize == self.chunks,
+                    Slot::Chunk { .. } => unreachable!(),
+                });
+                if !complete {
+                    return;
+                }
+            }
             let committed = self.table.section(&keys, |v| {
                 if let Some(pk) = pred {
                     let Slot::Count { tick: p, .. } = *v.get(pk) else {
@@ -438,7 +455,10 @@ impl GvtBuffer {
                 let Slot::Count { tick: have, full } = *v.get(self.count_key(t)) else {
                     unreachable!()
                 };
-                if have != t || full as usize != self.chunks {
+                let incomplete = full as usize != self.chunks;
+                #[cfg(timewarp_broken)]
+                let incomplete = incomplete && !count_checked_outside;
+                if have != t || incomplete {
                     return None; // committed by someone else already, or not complete.
                 }
                 let mut out = Vec::with_capacity(if frame { self.bodies } else { 0 });

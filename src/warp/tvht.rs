@@ -477,6 +477,17 @@ impl Tvht {
         Ok((plans, keys))
     }
 
+    /// One section of the seam over `keys` (see the module documentation). In a test-only
+    /// `cfg(timewarp_broken)` build with `TIMEWARP_BROKEN=unguarded_tvht` it is deliberately
+    /// left unguarded (a negative control for the loom models, see `sync::broken`).
+    fn section<R>(&self, keys: &[usize], f: impl FnMut(&mut View<'_, Bucket>) -> R) -> R {
+        #[cfg(timewarp_broken)]
+        if crate::sync::broken("unguarded_tvht") {
+            return self.table.section_unguarded(keys, f);
+        }
+        self.table.section(keys, f)
+    }
+
     /// Writes the bodies of `entity` at `tick` and returns the new contacts with other
     /// entities' entries at that tick (each pair once, to whichever entity writes second).
     pub fn write(
@@ -500,7 +511,7 @@ impl Tvht {
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
         let (plans, keys) = self.plan_steps(steps, true)?;
         let floor = self.floor();
-        let out = self.table.section(&keys, |view| {
+        let out = self.section(&keys, |view| {
             // Check everything before changing anything.
             for (s, ps) in steps.iter().zip(&plans) {
                 for (b, p) in s.bodies.iter().zip(ps) {
@@ -592,7 +603,7 @@ impl Tvht {
         steps: &[Step<'_>],
     ) -> Result<Vec<Contact>, TvhtError> {
         let (plans, keys) = self.plan_steps(steps, false)?;
-        let out = self.table.section(&keys, |view| {
+        let out = self.section(&keys, |view| {
             for (s, ps) in steps.iter().zip(&plans) {
                 for (b, p) in s.bodies.iter().zip(ps) {
                     for &k in &p.buckets {

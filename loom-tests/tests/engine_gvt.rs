@@ -1,0 +1,158 @@
+//! The GVT buffer's commit rule under concurrency (seed 000, Section 3: a tick's frame is
+//! committed when every entity has recorded it; a rollback removes the record first), running
+//! the real `timewarp::warp::GvtBuffer` under each backend of the sync seam.
+//!
+//! Two bodies, each its own entity; every tick is a frame (so the committed states are
+//! checked); a ring of three ticks.
+//!
+//! * entity A (a thread) records ticks 0 and 1, then drains the committed frames while B may
+//!   still be running;
+//! * entity B (another thread) records tick 0, then records tick 1 with a state it then rolls
+//!   back (`unrecord`); after both threads end, B records tick 1 again with its final state.
+//!
+//! The model's main thread only spawns and joins them, then drains the rest.
+//!
+//! Once A and B have both recorded tick 1, it may commit before B's rollback. The buffer's
+//! contract then refuses the rollback and the re-record (`GvtError::Committed`), and the frame
+//! holds the rolled-back state; otherwise both succeed and the frame holds the final state.
+//! (The re-record runs after the threads join, and the main thread waits, so that the
+//! rollback-versus-commit race, the point of the model, is reached within 2 preemptions.)
+//! Every interleaving must give one of these two sequential outcomes: all other operations
+//! succeed, GVT ends at 2 and never goes down, and the frames handed out (mid-run and after)
+//! are exactly ticks 0 and 1, each once, in order. So a tick is committed exactly once, never
+//! while a body is missing (the frame would hold the rolled-back state while the rollback
+//! succeeded), and never changed after commit (a refused operation changed nothing; the
+//! committed ticks stay refused at the end).
+//!
+//! Negative control: `TIMEWARP_BROKEN=gvt_count_check_outside` checks that every body has
+//! recorded the tick in a section of its own and commits in a second one; loom must find the
+//! interleaving where B's rollback slips between the two and the tick commits without B.
+//!
+//! Preemption bounds: under locks the model is explored exhaustively (bound 20, the count
+//! unchanged at 30); under the STM, whose sections are many more atomic steps, bound 2.
+#![cfg(all(loom, feature = "engine"))]
+
+use glam::{Quat, Vec3};
+use loom::thread;
+use std::sync::Arc;
+use timewarp::dynamics::BodyState;
+use timewarp::sync::Backend;
+use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, Tick};
+use timewarp_loom_tests::Outcomes;
+
+/// LOOM_MAX_PREEMPTIONS of the lock-backend model (exhaustive: no execution preempts more).
+const LOCKS_PREEMPTIONS: usize = 20;
+/// LOOM_MAX_PREEMPTIONS of the STM-backend model.
+const STM_PREEMPTIONS: usize = 2;
+
+/// Body `body`'s state at `tick`; `rolled_back` marks a state that is later taken back.
+fn st(body: u32, tick: Tick, rolled_back: bool) -> BodyState {
+    BodyState {
+        position: Vec3::new(
+            body as f32,
+            tick as f32,
+            if rolled_back { 9.0 } else { 0.0 },
+        ),
+        rotation: Quat::IDENTITY,
+        velocity: Vec3::ZERO,
+        angular_velocity: Vec3::ZERO,
+    }
+}
+
+fn ok(who: &str, r: Result<(), GvtError>) {
+    if let Err(e) = r {
+        panic!("GVT COMMIT BROKEN: {who} was refused: {e}");
+    }
+}
+
+fn model(name: &str, backend: Backend, preemptions: usize) {
+    let outcomes = Outcomes::new(&[
+        "rollback before tick 1's commit",
+        "rollback after it (refused)",
+    ]);
+    let seen = outcomes.clone();
+    timewarp_loom_tests::model_bounded(name, preemptions, move || {
+        let config = GvtConfig {
+            bodies: 2,
+            start_tick: 0,
+            frame_ticks: 1,
+            window: 2,
+            slack: 1,
+        };
+        let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
+        let gb = g.clone();
+        let b = thread::spawn(move || {
+            [
+                gb.record(0, &[(1, st(1, 0, false))]),
+                gb.record(1, &[(1, st(1, 1, true))]),
+                gb.unrecord(1, &[1]),
+            ]
+        });
+        let ga = g.clone();
+        let a = thread::spawn(move || {
+            let r = [
+                ga.record(0, &[(0, st(0, 0, false))]),
+                ga.record(1, &[(0, st(0, 1, false))]),
+            ];
+            (r, ga.gvt(), ga.drain_committed())
+        });
+        let ([a0, a1], gvt_mid, mut frames) = a.join().unwrap();
+        let [r0, r1x, u1] = b.join().unwrap();
+        ok("A's record of tick 0", a0);
+        ok("A's record of tick 1", a1);
+        let r1 = g.record(1, &[(1, st(1, 1, false))]);
+        ok("B's record of tick 0", r0);
+        ok("B's first record of tick 1", r1x);
+        // Either B's rollback came before tick 1's commit (both succeed), or after it (both
+        // are refused, and the commit holds the rolled-back state).
+        let rolled_back = match (u1, r1) {
+            (Ok(()), Ok(())) => false,
+            (Err(GvtError::Committed { tick: 1 }), Err(GvtError::Committed { tick: 1 })) => true,
+            other => panic!("GVT COMMIT BROKEN: B's rollback and re-record of tick 1: {other:?}"),
+        };
+        let gvt_end = g.gvt();
+        assert!(
+            gvt_mid <= gvt_end && gvt_end == 2,
+            "GVT COMMIT BROKEN: GVT went {gvt_mid} -> {gvt_end}, expected to end at 2"
+        );
+        frames.extend(g.drain_committed());
+        let want = vec![
+            (0, vec![st(0, 0, false), st(1, 0, false)]),
+            (1, vec![st(0, 1, false), st(1, 1, rolled_back)]),
+        ];
+        assert!(
+            frames == want,
+            "GVT COMMIT BROKEN: committed frames {frames:?}, expected {want:?}"
+        );
+        // Committed ticks are final.
+        assert!(
+            g.unrecord(1, &[0]) == Err(GvtError::Committed { tick: 1 })
+                && g.record(0, &[(1, st(1, 0, true))]) == Err(GvtError::Committed { tick: 0 })
+                && g.drain_committed().is_empty(),
+            "GVT COMMIT BROKEN: a committed tick changed"
+        );
+        if let Err(e) = g.validate() {
+            panic!("GVT COMMIT BROKEN: invariant: {e}");
+        }
+        seen.saw(usize::from(rolled_back));
+    });
+    outcomes.check_all_reached(name);
+}
+
+#[test]
+fn gvt_records_and_rollbacks_locks() {
+    model(
+        "gvt_records_and_rollbacks_locks",
+        Backend::Locks,
+        LOCKS_PREEMPTIONS,
+    );
+}
+
+#[test]
+fn gvt_records_and_rollbacks_stm() {
+    model(
+        "gvt_records_and_rollbacks_stm",
+        Backend::Stm,
+        STM_PREEMPTIONS,
+    );
+}
