@@ -123,3 +123,46 @@ fn sink_errors_stop_the_run() {
     assert_eq!(r.unwrap_err(), "disk full");
     assert_eq!(n, 3);
 }
+
+/// Two equal spheres meet head on without gravity (restitution 1, no friction): the reference
+/// and the engine both swap their velocities (analytic), conserving momentum, and agree.
+#[test]
+fn head_on_collision_swaps_velocities() {
+    use glam::{Quat, Vec3};
+    use timewarp::scene::{BodyDesc, Shape, World};
+    let ball = |x: f32, v: f32| BodyDesc {
+        shape: Shape::Sphere { radius: 0.5 },
+        position: Vec3::new(x, 0.0, 0.0),
+        rotation: Quat::IDENTITY,
+        velocity: Vec3::new(v, 0.0, 0.0),
+        angular_velocity: Vec3::ZERO,
+        mass: 2.0,
+        restitution: 1.0,
+        friction: 0.0,
+        is_static: false,
+    };
+    let scene = Scene {
+        world: World {
+            gravity: Vec3::ZERO,
+            ..World::default()
+        },
+        bodies: vec![ball(-2.0, 3.0), ball(2.0, -1.0)],
+    };
+    // They touch after (4 - 1) / 4 = 0.75 s; run 1 s = 960 ticks.
+    let rules = Rules::new(&scene).unwrap();
+    let want = reference_frames(&rules, 16, 960);
+    let last = &want[want.len() - 1];
+    assert!((last[0].velocity.x + 1.0).abs() < 1e-4, "{:?}", last[0]);
+    assert!((last[1].velocity.x - 3.0).abs() < 1e-4, "{:?}", last[1]);
+    assert!(last[0].position.x < last[1].position.x - 1.0);
+    for threads in [1, 2] {
+        let config = WarpConfig {
+            threads,
+            backend: Backend::default(),
+            window: Some(256),
+        };
+        let (got, stats) = warp_frames(&scene, config, 960);
+        assert_eq!(bits(&got), bits(&want));
+        assert_eq!(stats.events, 1, "one collision, reported once");
+    }
+}
