@@ -96,6 +96,10 @@ pub struct Entity {
     pending: BTreeSet<(Instance, Kind)>,
     /// Ticks `< recorded` are recorded in the GVT buffer.
     recorded: Tick,
+    /// How far past the GVT this entity speculates now (`1 ..= window`): halved by every
+    /// rollback, doubled by every turn without one. Only a matter of speed: committed states
+    /// do not depend on how far anyone speculated.
+    reach: u64,
     pub stats: EntityStats,
 }
 
@@ -113,6 +117,7 @@ impl Entity {
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
             recorded: 0,
+            reach: u64::MAX,
             stats: EntityStats::default(),
         }
     }
@@ -159,11 +164,18 @@ impl Entity {
             self.stats.tvht_writes += 1;
             self.report(env, &found, send);
         }
+        let rollbacks = self.stats.rollbacks;
         while let Some(m) = inbox() {
             self.handle(env, m, send)?;
         }
         let gvt = env.gvt.gvt();
-        let ub = env.gvt.lvt_upper_bound().min(env.end);
+        let window = env.gvt.window();
+        self.reach = if self.stats.rollbacks > rollbacks {
+            (self.reach.min(window) / 2).max(1)
+        } else {
+            self.reach.saturating_mul(2).min(window)
+        };
+        let ub = (gvt + self.reach).min(env.end);
         if self.lvt() < ub {
             self.step(env, ub, send)?;
         }
