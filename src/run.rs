@@ -4,14 +4,16 @@
 //! A run of `S` seconds commits `round(S * ticks_per_second / frame_ticks)` frames after the
 //! initial frame 0; each is handed to the sink as it is committed, then `finish` publishes the
 //! outputs (a failed run never calls it, so the CSV sink leaves no partial file). The frame
-//! engine (DESIGN.md, "The two engines") steps one frame per call; the warp engine is not built
-//! yet and is refused with a clear error rather than silently replaced. Wall time covers the
-//! engine's construction, every step and the sinks: what a user waits for.
+//! engine (DESIGN.md, "The two engines") steps one frame per call; the warp engine
+//! ([`crate::warp::run_warp`]) runs on its own worker threads and hands each frame over as the
+//! GVT commits it. Wall time covers the engine's construction, every step and the sinks: what a
+//! user waits for.
 
 use std::fmt;
 use std::io;
 use std::time::Instant;
 
+use crate::dynamics::BodyState;
 use crate::frame::{FrameConfig, FrameEngine};
 use crate::output::{FrameSink, Progress, RunSummary};
 use crate::scene::{Scene, World};
@@ -19,7 +21,7 @@ use crate::scene::{Scene, World};
 /// Which engine runs the scene (`--engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineKind {
-    /// Object-centric timewarp (the product; not built yet).
+    /// Object-centric timewarp (the product).
     Warp,
     /// The frame-centric baseline.
     Frame,
@@ -75,8 +77,6 @@ impl Default for RunOptions {
 pub enum RunError {
     /// The options do not make sense for this scene.
     Invalid(String),
-    /// `--engine warp` before the warp engine exists.
-    EngineNotBuilt,
     /// The engine could not start (e.g. the OS refused its worker threads).
     Engine(String),
     /// A sink failed (the message names the file).
@@ -87,9 +87,6 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::Invalid(m) => f.write_str(m),
-            RunError::EngineNotBuilt => {
-                f.write_str("the warp engine is not built yet; use --engine frame")
-            }
             RunError::Engine(m) => f.write_str(m),
             RunError::Output(e) => write!(f, "cannot write output: {e}"),
         }
@@ -121,7 +118,7 @@ pub fn frame_count(world: &World, seconds: f64) -> Result<u64, RunError> {
 /// Checks `options` against `scene` before anything is created; returns the frame count.
 pub fn check_options(scene: &Scene, options: &RunOptions) -> Result<u64, RunError> {
     if options.engine == EngineKind::Warp {
-        return Err(RunError::EngineNotBuilt);
+        warp_backend(options.backend)?;
     }
     if options.threads == 0 {
         return Err(RunError::Invalid(
@@ -131,6 +128,16 @@ pub fn check_options(scene: &Scene, options: &RunOptions) -> Result<u64, RunErro
     frame_count(&scene.world, options.seconds.unwrap_or(scene.world.seconds))
 }
 
+/// The guard of the warp engine's shared structures, or an error if this build lacks it.
+fn warp_backend(b: Backend) -> Result<crate::sync::Backend, RunError> {
+    let name = match b {
+        Backend::Stm => "stm",
+        Backend::Locks => "locks",
+    };
+    name.parse::<crate::sync::Backend>()
+        .map_err(|e| RunError::Invalid(e.to_string()))
+}
+
 /// Runs `scene`, handing frame 0 and every committed frame to `sink`, then `sink.finish()`.
 pub fn run_scene(
     scene: &Scene,
@@ -138,6 +145,9 @@ pub fn run_scene(
     sink: &mut dyn FrameSink,
 ) -> Result<RunSummary, RunError> {
     let frames = check_options(scene, options)?;
+    if options.engine == EngineKind::Warp {
+        return run_warp_scene(scene, options, frames, sink);
+    }
     let progress = Progress::new(frames, options.progress);
     let start = Instant::now();
     let config = FrameConfig {
@@ -179,10 +189,72 @@ pub fn run_scene(
     })
 }
 
+/// The warp engine's run: committed frames (dynamic bodies) are merged with the static bodies'
+/// constant states into scene order for the sink.
+fn run_warp_scene(
+    scene: &Scene,
+    options: &RunOptions,
+    frames: u64,
+    sink: &mut dyn FrameSink,
+) -> Result<RunSummary, RunError> {
+    let backend = warp_backend(options.backend)?;
+    let progress = Progress::new(frames, options.progress);
+    let start = Instant::now();
+    let w = &scene.world;
+    let frame_ticks = u64::from(w.frame_ticks);
+    let dt = f64::from(w.frame_ticks) / f64::from(w.ticks_per_second);
+    let mut all: Vec<BodyState> = scene.bodies.iter().map(BodyState::from_desc).collect();
+    let dynamic: Vec<usize> = crate::output::dynamic_bodies(scene)
+        .into_iter()
+        .map(|i| i as usize)
+        .collect();
+    let config = crate::warp::WarpConfig {
+        threads: options.threads,
+        backend,
+        window: None,
+    };
+    let mut sink_error = None;
+    let result = crate::warp::run_warp(scene, config, frames * frame_ticks, &mut |tick, states| {
+        for (&i, s) in dynamic.iter().zip(states) {
+            all[i] = *s;
+        }
+        let frame = tick / frame_ticks;
+        sink.frame(frame, frame as f64 * dt, &all).map_err(|e| {
+            let m = e.to_string();
+            sink_error = Some(e);
+            m
+        })?;
+        progress.set(frame);
+        Ok(())
+    });
+    let stats = match (result, sink_error) {
+        (Err(_), Some(e)) => return Err(RunError::Output(e)),
+        (Err(e), None) => return Err(RunError::Engine(e)),
+        (Ok(s), _) => s,
+    };
+    sink.finish().map_err(RunError::Output)?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    progress.finish();
+    Ok(RunSummary {
+        scene: options.label.clone(),
+        engine: options.engine.name().to_string(),
+        threads: options.threads,
+        bodies: scene.bodies.len(),
+        dynamic_bodies: dynamic.len(),
+        frames,
+        simulated_seconds: frames as f64 * dt,
+        wall_seconds,
+        events: Some(stats.events),
+        rollbacks: Some(stats.rollbacks),
+        stm_commits: stats.stm_commits,
+        stm_aborts: stats.stm_aborts,
+        ..RunSummary::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dynamics::BodyState;
     use crate::output::{Checksum, CsvSink, Tee};
     use crate::scene::builtin;
 
@@ -236,24 +308,59 @@ mod tests {
     }
 
     #[test]
-    fn refuses_the_warp_engine_and_zero_threads() {
+    fn refuses_zero_threads() {
         let scene = builtin("parallel", Some(2)).unwrap();
         let mut log = Frames(Vec::new(), false);
-        let warp = RunOptions {
-            engine: EngineKind::Warp,
-            ..options(0.1)
-        };
-        let e = run_scene(&scene, &warp, &mut log).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the warp engine is not built yet; use --engine frame"
-        );
         let none = RunOptions {
             threads: 0,
             ..options(0.1)
         };
         assert!(run_scene(&scene, &none, &mut log).is_err());
+        let warp = RunOptions {
+            engine: EngineKind::Warp,
+            ..none
+        };
+        assert!(run_scene(&scene, &warp, &mut log).is_err());
         assert!(log.0.is_empty());
+    }
+
+    #[test]
+    fn the_warp_engine_runs_every_frame_with_statics_in_place() {
+        let scene = builtin("cylinders", Some(10)).unwrap();
+        for backend in [Backend::Stm, Backend::Locks] {
+            if warp_backend(backend).is_err() {
+                continue;
+            }
+            let mut log = Frames(Vec::new(), false);
+            let warp = RunOptions {
+                engine: EngineKind::Warp,
+                backend,
+                threads: 2,
+                ..options(0.1)
+            };
+            let s = run_scene(&scene, &warp, &mut log).unwrap();
+            let frames: Vec<u64> = log.0.iter().map(|f| f.0).collect();
+            assert_eq!(frames, (0..=6).collect::<Vec<_>>());
+            assert!((log.0[6].1 - 0.1).abs() < 1e-12);
+            assert!(log.1);
+            assert_eq!(
+                (s.engine.as_str(), s.frames, s.dynamic_bodies),
+                ("warp", 6, 10)
+            );
+            let mut a = Checksum::new(&scene);
+            run_scene(&scene, &warp, &mut a).unwrap();
+            let mut b = Checksum::new(&scene);
+            run_scene(
+                &scene,
+                &RunOptions {
+                    threads: 1,
+                    ..warp.clone()
+                },
+                &mut b,
+            )
+            .unwrap();
+            assert_eq!(a.value(), b.value());
+        }
     }
 
     /// A sink that fails at a given frame, as a full disk would.

@@ -161,11 +161,44 @@ fn other_bad_flags_and_files() {
     let d = dir.path();
     scene_file(d, "ok.toml", SPHERE);
     fails(
-        &["run", "--engine", "warp", "--out", "w.csv"],
+        &[
+            "run",
+            "--engine",
+            "warp",
+            "--seconds",
+            "-1",
+            "--out",
+            "w.csv",
+        ],
         d,
-        &["the warp engine is not built yet; use --engine frame"],
+        &["--seconds", "-1"],
     );
     assert!(!d.join("w.csv").exists(), "a refused run creates no output");
+    // The warp engine runs, and its checksum does not depend on the thread count.
+    let sum = |threads: &str| {
+        let out = timewarp(
+            &[
+                "run",
+                "parallel",
+                "--bodies",
+                "6",
+                "--seconds",
+                "0.2",
+                "--engine",
+                "warp",
+                "--threads",
+                threads,
+                "--checksum",
+                "--quiet",
+            ],
+            d,
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let one = sum("1");
+    assert!(one.starts_with("checksum: "), "{one}");
+    assert_eq!(one, sum("3"));
     fails(
         &["run", "--engine", "fast"],
         d,

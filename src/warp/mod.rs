@@ -12,10 +12,21 @@
 //! - [`gvt`]: the GVT buffer (Section 3). Entities record each finished tick; when every body
 //!   has recorded tick `t`, `t` is committed, final, in order, and its frame goes to the output.
 //!
-//! The entity protocol (step, resolve, rollback, events, antievents, acks; Algorithms 2-7) and
-//! its scheduler build on these two.
+//! The entity protocol and its scheduler build on these two:
+//!
+//! - [`rules`]: the per-tick rules (contacts from pre-event states, kicks in canonical order,
+//!   free flight) that make a committed state a function of the previous one.
+//! - [`message`]: events, antievents and their acks, naming contact instances.
+//! - [`entity`]: one body on its own clock: step, resolve, rollback (Figure 5, Algorithms 2-7).
+//! - [`engine`]: entities as soft-threads on a work-stealing pool; committed frames out.
+//! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
 
+pub mod engine;
+pub mod entity;
 pub mod gvt;
+pub mod message;
+pub mod reference;
+pub mod rules;
 pub mod tvht;
 
 /// Simulated time in ticks (the substep and rollback granularity).
@@ -25,5 +36,6 @@ pub type EntityId = u32;
 /// A dynamic body, numbered in scene order among the dynamic bodies.
 pub type BodyId = u32;
 
+pub use engine::{WarpConfig, WarpStats, run_warp};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};

@@ -132,6 +132,11 @@ pub struct TvhtEntry {
     pub tick: Tick,
     pub aabb: Aabb,
     pub state: BodyState,
+    /// The writer's tag for this write ([`Tvht::write_steps_tagged`]; 0 for the untagged
+    /// calls). The warp engine tags every write with a serial number of its entity, so that a
+    /// contact names exactly which incarnation of each entry it joined: an entry deleted by a
+    /// rollback and written again at the same tick, even with the same state, is a new one.
+    pub tag: u64,
 }
 
 /// A candidate contact: two bodies of different entities whose boxes overlap at one tick.
@@ -509,6 +514,17 @@ impl Tvht {
         entity: EntityId,
         steps: &[Step<'_>],
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
+        self.write_steps_tagged(entity, 0, steps)
+    }
+
+    /// [`Tvht::write_steps`] with the entries of step `i` tagged `tag = first_tag + i`
+    /// (see [`TvhtEntry::tag`]).
+    pub fn write_steps_tagged(
+        &self,
+        entity: EntityId,
+        first_tag: u64,
+        steps: &[Step<'_>],
+    ) -> Result<(usize, Vec<Contact>), TvhtError> {
         let (plans, keys) = self.plan_steps(steps, true)?;
         let floor = self.floor();
         let out = self.section(&keys, |view| {
@@ -526,7 +542,8 @@ impl Tvht {
                 }
             }
             for (i, (s, ps)) in steps.iter().zip(&plans).enumerate() {
-                let found = self.write_one(view, entity, s, ps, floor);
+                let tag = first_tag.wrapping_add(i as u64);
+                let found = self.write_one(view, (entity, tag), s, ps, floor);
                 if !found.is_empty() {
                     return Ok((i + 1, found));
                 }
@@ -543,7 +560,7 @@ impl Tvht {
     fn write_one(
         &self,
         view: &mut View<'_, Bucket>,
-        entity: EntityId,
+        (entity, tag): (EntityId, u64),
         s: &Step<'_>,
         plans: &[Plan],
         floor: Tick,
@@ -556,6 +573,7 @@ impl Tvht {
                 tick: s.tick,
                 aabb: b.aabb,
                 state: b.state,
+                tag,
             };
             for &k in &p.buckets {
                 let first = contacts.len();

@@ -1,0 +1,279 @@
+//! # The per-tick rules of the warp engine
+//!
+//! Seed 000 (Koenig, Karamouzas and Guy), Sections 3 and 5: an entity moves from tick `k` to
+//! `k + 1` by one substep, applying the collision events at `k` first (Algorithm 5,
+//! `applyEvent` then `integrate`). For the committed frames to be a pure function of the scene
+//! (`DESIGN.md`, "Determinism is a contract"), the move must depend only on the body's state
+//! at `k` and the contacts at `k`, never on who detected a contact or when. These rules say
+//! exactly that, and both the parallel engine ([`super::entity`]) and the sequential reference
+//! ([`super::reference`]) call them, so the two can only differ by the protocol that decides
+//! *which* contacts each entity sees:
+//!
+//! 1. **Bounds.** A body's box at a tick is its shape's box at its pre-event state, grown by
+//!    [`AABB_MARGIN`]. Only bodies whose boxes overlap can be in contact (the TVHT's question).
+//! 2. **Contact.** Two bodies (or a body and a static one) whose boxes overlap are *in contact
+//!    at `k`* when the narrow phase ([`collide`], margin 0) finds a point and
+//!    [`resolve`], from both pre-event states at `k`, gives a non-zero impulse (they approach).
+//!    The impulse acts at the deepest manifold point (the first of equal depth), along the
+//!    manifold normal. A dynamic pair is always evaluated with the lower body id as A, so the
+//!    result is the same bits whichever of the two computes it (`resolve` is symmetric too).
+//! 3. **Canonical order.** Each contact contributes a change of linear and angular velocity,
+//!    computed from the pre-event states only (never from the result of another contact at the
+//!    same tick, so no entity needs another's intermediate state). The changes are added to
+//!    the pre-event velocities in ascending scene index of the other body (statics and
+//!    dynamics interleaved by scene order): float addition is not associative, so the order is
+//!    fixed by ids, not by arrival.
+//! 4. **Flight.** The post-event state flies freely for one tick ([`free_flight`] with
+//!    `dt = 1 / ticks_per_second`), which gives the pre-event state at `k + 1`.
+
+use crate::dynamics::{BodyState, MassProps, free_flight, resolve};
+use crate::geometry::{Aabb, Pose, collide, shape_aabb};
+use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
+use glam::Vec3;
+
+/// Boxes are grown by this much (m), so that a touching pair always overlaps.
+pub const AABB_MARGIN: f32 = 1e-3;
+
+/// A body's velocity change from one contact.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Kick {
+    /// Scene index of the other body (the canonical order).
+    pub other: u32,
+    pub dv: Vec3,
+    pub dw: Vec3,
+}
+
+/// The static description of a scene for the per-tick rules.
+#[derive(Clone, Debug)]
+pub struct Rules {
+    /// Per dynamic body (numbered in scene order among dynamic bodies).
+    pub shapes: Vec<Shape>,
+    pub masses: Vec<MassProps>,
+    pub restitution: Vec<f32>,
+    pub friction: Vec<f32>,
+    /// Scene index of each dynamic body.
+    pub scene_index: Vec<u32>,
+    /// Initial states of the dynamic bodies.
+    pub initial: Vec<BodyState>,
+    /// Static bodies: (scene index, shape, state, box, restitution, friction).
+    pub statics: Vec<StaticBody>,
+    pub gravity: Vec3,
+    /// Seconds per tick.
+    pub dt: f32,
+    /// Largest side of any dynamic body's box (sizes the TVHT cells).
+    pub largest_side: f32,
+}
+
+/// A static body as the rules see it.
+#[derive(Clone, Debug)]
+pub struct StaticBody {
+    pub index: u32,
+    pub shape: Shape,
+    pub state: BodyState,
+    pub aabb: Aabb,
+    pub restitution: f32,
+    pub friction: f32,
+}
+
+impl Rules {
+    /// The rules of `scene`, or why it cannot be run (no dynamic body, a bad tick rate).
+    pub fn new(scene: &Scene) -> Result<Rules, String> {
+        let w = &scene.world;
+        if w.ticks_per_second == 0 || w.frame_ticks == 0 {
+            return Err("world: ticks_per_second and frame_ticks must be positive".into());
+        }
+        if !w.gravity.is_finite() {
+            return Err(format!("world: gravity {:?} is not finite", w.gravity));
+        }
+        let mut r = Rules {
+            shapes: Vec::new(),
+            masses: Vec::new(),
+            restitution: Vec::new(),
+            friction: Vec::new(),
+            scene_index: Vec::new(),
+            initial: Vec::new(),
+            statics: Vec::new(),
+            gravity: w.gravity,
+            dt: 1.0 / w.ticks_per_second as f32,
+            largest_side: 0.0,
+        };
+        for (i, b) in scene.bodies.iter().enumerate() {
+            let state = BodyState::from_desc(b);
+            let is_static = b.is_static || matches!(b.shape, Shape::Plane { .. });
+            if is_static {
+                r.statics.push(StaticBody {
+                    index: i as u32,
+                    shape: b.shape,
+                    state,
+                    aabb: shape_aabb(&b.shape, state.position, state.rotation)
+                        .expanded(AABB_MARGIN),
+                    restitution: b.restitution,
+                    friction: b.friction,
+                });
+                continue;
+            }
+            let m = MassProps::for_body(b);
+            if m.is_static() {
+                return Err(format!(
+                    "body {i}: a dynamic body needs a positive mass, not {}",
+                    b.mass
+                ));
+            }
+            let bx = shape_aabb(&b.shape, state.position, state.rotation);
+            if !(state.position.is_finite() && state.velocity.is_finite()) {
+                return Err(format!("body {i}: position or velocity is not finite"));
+            }
+            r.largest_side = r.largest_side.max((bx.max - bx.min).max_element());
+            r.shapes.push(b.shape);
+            r.masses.push(m);
+            r.restitution.push(b.restitution);
+            r.friction.push(b.friction);
+            r.scene_index.push(i as u32);
+            r.initial.push(state);
+        }
+        if r.shapes.is_empty() {
+            return Err("the scene has no dynamic body to simulate".into());
+        }
+        Ok(r)
+    }
+
+    /// Number of dynamic bodies.
+    pub fn bodies(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// Rule 1: body `i`'s box at state `s`.
+    pub fn aabb(&self, i: usize, s: &BodyState) -> Aabb {
+        shape_aabb(&self.shapes[i], s.position, s.rotation).expanded(AABB_MARGIN)
+    }
+
+    /// Rule 2 for dynamic bodies `a < b` at their pre-event states: the impulse on `b`, the
+    /// point, or `None` when they are not in contact. Boxes must be checked by the caller.
+    fn pair_impulse(
+        &self,
+        a: usize,
+        sa: &BodyState,
+        b: usize,
+        sb: &BodyState,
+    ) -> Option<(Vec3, Vec3)> {
+        debug_assert!(a < b);
+        let m = collide(
+            &self.shapes[a],
+            &Pose::new(sa.position, sa.rotation),
+            &self.shapes[b],
+            &Pose::new(sb.position, sb.rotation),
+            0.0,
+        );
+        let point = deepest(&m)?;
+        let r = resolve(
+            sa,
+            &self.masses[a],
+            sb,
+            &self.masses[b],
+            point,
+            m.normal,
+            mix_restitution(self.restitution[a], self.restitution[b]),
+            mix_friction(self.friction[a], self.friction[b]),
+        );
+        (r.impulse != Vec3::ZERO && r.impulse.is_finite()).then_some((r.impulse, point))
+    }
+
+    /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
+    /// (boxes included).
+    pub fn in_contact(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
+        if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
+            return false;
+        }
+        let (x, sx, y, sy) = if a < b {
+            (a, sa, b, sb)
+        } else {
+            (b, sb, a, sa)
+        };
+        self.pair_impulse(x, sx, y, sy).is_some()
+    }
+
+    /// Body `me`'s kick from its contact with dynamic body `other`, both at their pre-event
+    /// states (`None` if not in contact).
+    pub fn pair_kick(
+        &self,
+        me: usize,
+        s_me: &BodyState,
+        other: usize,
+        s_other: &BodyState,
+    ) -> Option<Kick> {
+        if me == other || !self.aabb(me, s_me).overlaps(&self.aabb(other, s_other)) {
+            return None;
+        }
+        let (p, point) = if me < other {
+            let (p, point) = self.pair_impulse(me, s_me, other, s_other)?;
+            (-p, point) // the impulse is on B = other; A = me gets its opposite
+        } else {
+            self.pair_impulse(other, s_other, me, s_me)?
+        };
+        Some(self.kick(me, s_me, self.scene_index[other], p, point))
+    }
+
+    fn kick(&self, me: usize, s: &BodyState, other: u32, p: Vec3, point: Vec3) -> Kick {
+        let m = &self.masses[me];
+        Kick {
+            other,
+            dv: p * m.inv_mass,
+            dw: m.world_inv_inertia(s.rotation) * (point - s.position).cross(p),
+        }
+    }
+
+    /// Body `me`'s kicks from the static bodies at pre-event state `s`, in scene order.
+    pub fn static_kicks(&self, me: usize, s: &BodyState, out: &mut Vec<Kick>) {
+        let bx = self.aabb(me, s);
+        let pose = Pose::new(s.position, s.rotation);
+        for st in &self.statics {
+            if !bx.overlaps(&st.aabb) {
+                continue;
+            }
+            let m = collide(
+                &self.shapes[me],
+                &pose,
+                &st.shape,
+                &Pose::new(st.state.position, st.state.rotation),
+                0.0,
+            );
+            let Some(point) = deepest(&m) else { continue };
+            let r = resolve(
+                s,
+                &self.masses[me],
+                &st.state,
+                &MassProps::STATIC,
+                point,
+                m.normal,
+                mix_restitution(self.restitution[me], st.restitution),
+                mix_friction(self.friction[me], st.friction),
+            );
+            if r.impulse != Vec3::ZERO && r.impulse.is_finite() {
+                out.push(self.kick(me, s, st.index, -r.impulse, point));
+            }
+        }
+    }
+
+    /// Rules 3 and 4: the pre-event state at `k + 1` of body `me` from its pre-event state `s`
+    /// at `k` and its kicks at `k` (dynamic and static, any order: they are sorted here).
+    pub fn advance(&self, s: &BodyState, kicks: &mut [Kick]) -> BodyState {
+        kicks.sort_unstable_by_key(|k| k.other);
+        let mut post = *s;
+        for k in kicks.iter() {
+            post.velocity += k.dv;
+            post.angular_velocity += k.dw;
+        }
+        free_flight(&post, self.gravity, self.dt)
+    }
+}
+
+/// The deepest point of a manifold (the first of equal depth), if any.
+fn deepest(m: &crate::geometry::Manifold) -> Option<Vec3> {
+    let mut best: Option<(f32, Vec3)> = None;
+    for p in m.points() {
+        if best.is_none_or(|(d, _)| p.depth > d) {
+            best = Some((p.depth, p.position));
+        }
+    }
+    best.map(|(_, p)| p)
+}

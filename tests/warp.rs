@@ -1,0 +1,168 @@
+//! The warp engine against its sequential reference: committed frames bit for bit equal to
+//! the lock-step, brute-force reference (`timewarp::warp::reference`) on the paper's three
+//! scenes (seed 000, Section 6.1), for 1, 2 and 8 worker threads, windows 1 and 256, and every
+//! compiled backend. Run with `cargo test --release --features stm,locks --test warp`.
+
+use timewarp::dynamics::BodyState;
+use timewarp::scene::{Scene, builtin};
+use timewarp::sync::Backend;
+use timewarp::warp::reference::reference_frames;
+use timewarp::warp::rules::Rules;
+use timewarp::warp::{WarpConfig, WarpStats, run_warp};
+
+fn bits(frames: &[Vec<BodyState>]) -> Vec<Vec<[u32; 13]>> {
+    frames
+        .iter()
+        .map(|f| f.iter().map(|s| s.to_array().map(f32::to_bits)).collect())
+        .collect()
+}
+
+fn warp_frames(scene: &Scene, config: WarpConfig, end: u64) -> (Vec<Vec<BodyState>>, WarpStats) {
+    let ft = u64::from(scene.world.frame_ticks);
+    let mut frames = Vec::new();
+    let stats = run_warp(scene, config, end, &mut |t, states| {
+        assert_eq!(t, frames.len() as u64 * ft, "frames out of order");
+        frames.push(states.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    (frames, stats)
+}
+
+/// Runs `scene` for `ticks` (a multiple of frame_ticks) in every configuration and compares.
+fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
+    let scene = builtin(name, Some(n)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let ft = u64::from(scene.world.frame_ticks);
+    let want = bits(&reference_frames(&rules, ft, ticks));
+    assert_eq!(want.len() as u64, ticks / ft + 1);
+    // The reference itself must move the bodies (the comparison is not between two idle runs).
+    assert_ne!(want[0], want[want.len() - 1]);
+    for &backend in Backend::COMPILED {
+        for window in [1, 256] {
+            for threads in [1, 2, 8] {
+                let config = WarpConfig {
+                    threads,
+                    backend,
+                    window: Some(window),
+                };
+                let (got, stats) = warp_frames(&scene, config, ticks);
+                let got = bits(&got);
+                assert_eq!(got.len(), want.len(), "{name} {config:?}");
+                for (f, (g, w)) in got.iter().zip(&want).enumerate() {
+                    if let Some(b) = (0..w.len()).find(|&b| g[b] != w[b]) {
+                        panic!(
+                            "{name} {config:?}: frame {f} body {b} differs from the reference: \
+                             {:?} vs {:?} ({stats:?})",
+                            g[b], w[b]
+                        );
+                    }
+                }
+                eprintln!("{name} {n} {backend:?} window {window} threads {threads}: {stats:?}");
+                if expect_collisions {
+                    assert!(stats.events > 0, "{name} {config:?}: no events");
+                } else {
+                    assert_eq!(stats.events, 0, "{name}: parallel bodies never touch");
+                }
+                assert!(stats.tvht_writes >= n as u64 * (ticks + 1));
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_equals_the_reference() {
+    check("parallel", 20, 480, false);
+}
+
+#[test]
+fn cylinders_equals_the_reference() {
+    // 40 spheres fall 5 m onto the cylinders (about 1 s) and bounce off them and each other.
+    check("cylinders", 40, 1920, true);
+}
+
+#[test]
+fn bouncing_equals_the_reference() {
+    check("bouncing", 40, 960, true);
+}
+
+#[test]
+fn many_threads_on_few_cores_still_equal_the_reference() {
+    // Oversubscribed: 32 workers on the test machine's cores, small window.
+    let scene = builtin("bouncing", Some(30)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let want = bits(&reference_frames(&rules, 16, 480));
+    for window in [4, 64] {
+        let config = WarpConfig {
+            threads: 32,
+            backend: Backend::default(),
+            window: Some(window),
+        };
+        let (got, stats) = warp_frames(&scene, config, 480);
+        assert_eq!(bits(&got), want, "{config:?} {stats:?}");
+    }
+}
+
+#[test]
+fn sink_errors_stop_the_run() {
+    let scene = builtin("parallel", Some(4)).unwrap();
+    let config = WarpConfig {
+        threads: 2,
+        backend: Backend::default(),
+        window: Some(16),
+    };
+    let mut n = 0;
+    let r = run_warp(&scene, config, 960, &mut |_, _| {
+        n += 1;
+        if n == 3 {
+            Err("disk full".into())
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(r.unwrap_err(), "disk full");
+    assert_eq!(n, 3);
+}
+
+/// Two equal spheres meet head on without gravity (restitution 1, no friction): the reference
+/// and the engine both swap their velocities (analytic), conserving momentum, and agree.
+#[test]
+fn head_on_collision_swaps_velocities() {
+    use glam::{Quat, Vec3};
+    use timewarp::scene::{BodyDesc, Shape, World};
+    let ball = |x: f32, v: f32| BodyDesc {
+        shape: Shape::Sphere { radius: 0.5 },
+        position: Vec3::new(x, 0.0, 0.0),
+        rotation: Quat::IDENTITY,
+        velocity: Vec3::new(v, 0.0, 0.0),
+        angular_velocity: Vec3::ZERO,
+        mass: 2.0,
+        restitution: 1.0,
+        friction: 0.0,
+        is_static: false,
+    };
+    let scene = Scene {
+        world: World {
+            gravity: Vec3::ZERO,
+            ..World::default()
+        },
+        bodies: vec![ball(-2.0, 3.0), ball(2.0, -1.0)],
+    };
+    // They touch after (4 - 1) / 4 = 0.75 s; run 1 s = 960 ticks.
+    let rules = Rules::new(&scene).unwrap();
+    let want = reference_frames(&rules, 16, 960);
+    let last = &want[want.len() - 1];
+    assert!((last[0].velocity.x + 1.0).abs() < 1e-4, "{:?}", last[0]);
+    assert!((last[1].velocity.x - 3.0).abs() < 1e-4, "{:?}", last[1]);
+    assert!(last[0].position.x < last[1].position.x - 1.0);
+    for threads in [1, 2] {
+        let config = WarpConfig {
+            threads,
+            backend: Backend::default(),
+            window: Some(256),
+        };
+        let (got, stats) = warp_frames(&scene, config, 960);
+        assert_eq!(bits(&got), bits(&want));
+        assert_eq!(stats.events, 1, "one collision, reported once");
+    }
+}
