@@ -186,6 +186,7 @@ pub fn run_scene(
         islands_sleeping_last: stats.islands_sleeping_last,
         island_links: stats.island_links,
         island_splits: stats.island_splits,
+        warp: None,
     })
 }
 
@@ -248,6 +249,7 @@ fn run_warp_scene(
         rollbacks: Some(stats.rollbacks),
         stm_commits: stats.stm_commits,
         stm_aborts: stats.stm_aborts,
+        warp: Some(stats),
         ..RunSummary::default()
     })
 }

@@ -31,6 +31,9 @@ pub struct RunSummary {
     pub islands_sleeping_last: usize,
     pub island_links: u64,
     pub island_splits: u64,
+    /// The warp engine's own counters (antievents, rolled-back ticks, TVHT writes, mean
+    /// LVT - GVT); `None` for the frame engine, whose island figures print instead.
+    pub warp: Option<crate::warp::WarpStats>,
 }
 
 impl RunSummary {
@@ -83,15 +86,28 @@ impl fmt::Display for RunSummary {
             Opt(self.stm_commits),
             Opt(self.stm_aborts)
         )?;
-        write!(
-            f,
-            "contacts max {}, islands in the last frame {} awake and {} asleep, island links {}, splits {}",
-            self.contacts_max,
-            self.islands_awake_last,
-            self.islands_sleeping_last,
-            self.island_links,
-            self.island_splits
-        )
+        match &self.warp {
+            Some(w) => {
+                let ratio = match (self.stm_commits, self.stm_aborts) {
+                    (Some(c), Some(a)) if a + c > 0 => format!("{:.4}", a as f64 / (a + c) as f64),
+                    _ => "n/a".to_string(),
+                };
+                write!(
+                    f,
+                    "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks",
+                    w.antievents, w.rolled_back_ticks, w.tvht_writes, ratio, w.mean_lead
+                )
+            }
+            None => write!(
+                f,
+                "contacts max {}, islands in the last frame {} awake and {} asleep, island links {}, splits {}",
+                self.contacts_max,
+                self.islands_awake_last,
+                self.islands_sleeping_last,
+                self.island_links,
+                self.island_splits
+            ),
+        }
     }
 }
 
@@ -122,5 +138,30 @@ mod tests {
         assert_eq!(text.lines().count(), 4);
         let instant = RunSummary::default();
         assert!(instant.real_time_factor().is_infinite());
+    }
+
+    #[test]
+    fn a_warp_run_prints_its_own_counters_instead_of_islands() {
+        let s = RunSummary {
+            engine: "warp".into(),
+            events: Some(12),
+            rollbacks: Some(3),
+            stm_commits: Some(990),
+            stm_aborts: Some(10),
+            warp: Some(crate::warp::WarpStats {
+                antievents: 4,
+                rolled_back_ticks: 57,
+                tvht_writes: 1000,
+                mean_lead: 12.25,
+                ..Default::default()
+            }),
+            ..RunSummary::default()
+        };
+        let text = s.to_string();
+        assert!(text.contains("events 12, rollbacks 3, STM commits 990, aborts 10"));
+        assert!(text.contains(
+            "antievents 4, rolled-back ticks 57, TVHT writes 1000, STM abort ratio 0.0100, mean LVT - GVT 12.2 ticks"
+        ));
+        assert!(!text.contains("islands in the last frame"));
     }
 }
