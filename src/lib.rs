@@ -18,7 +18,8 @@
 //! - [`frame`]: the frame-centric baseline engine.
 //! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
 //! - [`sync`]: the seam between the engine and its guard: STM transactions or ordered locks.
-//! - [`warp`]: object-centric timewarp: the TVHT and the GVT buffer.
+//! - [`warp`]: object-centric timewarp (seed 000): the TVHT, the GVT buffer, entities with
+//!   step/resolve/rollback, the work-stealing scheduler and the sequential reference.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
 
 pub mod dynamics;
