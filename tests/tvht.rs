@@ -36,6 +36,7 @@ fn config() -> TvhtConfig {
         buckets: 64,
         cell_size: 1.0,
         max_cells_per_body: 64,
+        span_ticks: 2,
     }
 }
 

@@ -68,6 +68,7 @@ fn table(backend: Backend) -> Tvht {
         buckets: 16,
         cell_size: 1.0,
         max_cells_per_body: 8,
+        span_ticks: 1,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")
 }

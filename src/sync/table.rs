@@ -306,6 +306,33 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
         r
     }
 
+    /// Reads one slot through `f`, with no copy under the STM (one read-only transaction) and
+    /// the slot's lock held for `f` under locks: a cheap look before a section, for callers
+    /// that can act on a value that may be stale by the time they act.
+    pub fn read<R>(&self, key: usize, f: impl Fn(&T) -> R) -> R {
+        assert!(
+            key < self.len(),
+            "key {key} out of range (table of {} slots)",
+            self.len()
+        );
+        match &self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(vars) => {
+                let r = atomically(|tx| tx.read_with(&vars[key], &f));
+                add_section(1, 1, 0);
+                r
+            }
+            #[cfg(feature = "locks")]
+            Slots::Locks(mutexes) => {
+                let r = f(&mutexes[key]
+                    .lock()
+                    .expect("a section panicked while holding this slot"));
+                add_section(1, 1, 1);
+                r
+            }
+        }
+    }
+
     /// A consistent copy of every slot (one section over all keys; meant for checks and
     /// tests, it serialises with every other section).
     pub fn snapshot(&self) -> Vec<T> {

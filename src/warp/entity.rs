@@ -283,12 +283,11 @@ impl Entity {
             }
         }
         self.contacts.retain(|&(t, _), _| t <= r);
-        while self.recorded > r + 1 {
-            let t = self.recorded - 1;
+        if self.recorded > r + 1 {
             env.gvt
-                .unrecord(t, &[self.id])
+                .unrecord_ticks(r + 1..self.recorded, &[self.id])
                 .map_err(|e| format!("rollback of body {} to tick {r}: {e}", self.id))?;
-            self.recorded = t;
+            self.recorded = r + 1;
         }
         let keep = self.at(r) + 1;
         self.states.truncate(keep);
@@ -399,13 +398,18 @@ impl Entity {
             }
             lim = lim.min(first.tick - 1);
         }
-        while self.recorded <= lim {
-            let t = self.recorded;
-            env.gvt
-                .record(t, &[(self.id, self.states[self.at(t)])])
-                .map_err(|e| format!("body {} records tick {t}: {e}", self.id))?;
-            self.recorded += 1;
+        if self.recorded > lim {
+            return Ok(());
         }
+        let first = self.recorded;
+        let records: Vec<[(BodyId, BodyState); 1]> = (first..=lim)
+            .map(|t| [(self.id, self.states[self.at(t)])])
+            .collect();
+        let ticks: Vec<&[(BodyId, BodyState)]> = records.iter().map(|r| &r[..]).collect();
+        env.gvt
+            .record_ticks(first, &ticks)
+            .map_err(|e| format!("body {} records ticks {first}..={lim}: {e}", self.id))?;
+        self.recorded = lim + 1;
         Ok(())
     }
 

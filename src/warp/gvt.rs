@@ -41,6 +41,12 @@
 //! then commits it and any complete ticks after it; the commit of `t - 1` also tries `t`, so
 //! a complete tick is committed by whichever of the two happens last: none is left behind.
 //! No global word is written inside a section; the GVT atomic is raised after.
+//!
+//! An entity records all the ticks it finished in a turn in one section
+//! ([`record_ticks`](GvtBuffer::record_ticks)) and a rollback takes back all its ticks in one
+//! ([`unrecord_ticks`](GvtBuffer::unrecord_ticks)). A tick's count slot is written only when one
+//! of its chunks becomes full (or stops being full), so bodies of different chunks recording the
+//! same tick share no slot, and under the STM do not conflict.
 
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
@@ -49,6 +55,7 @@ use crate::sync::{Backend, Table};
 use glam::{Quat, Vec3};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 
 /// Bodies per chunk.
 const CHUNK: usize = 64;
@@ -278,18 +285,20 @@ impl GvtBuffer {
         }
     }
 
-    /// Checks body ids and the rough tick range; returns the keys of the section.
+    /// Checks body ids and the rough tick range; appends the keys of `tick`'s part of the
+    /// section to `keys`.
     fn keys_for(
         &self,
         tick: Tick,
         bodies: impl Iterator<Item = BodyId>,
-    ) -> Result<Vec<usize>, GvtError> {
+        keys: &mut Vec<usize>,
+    ) -> Result<(), GvtError> {
         let gvt = self.gvt();
         if tick < gvt {
             return Err(GvtError::Committed { tick });
         }
-        let mut keys = vec![self.count_key(tick)];
-        let mut seen = Vec::new();
+        keys.push(self.count_key(tick));
+        let mut seen: Vec<BodyId> = Vec::new();
         for b in bodies {
             if b as usize >= self.bodies {
                 return Err(GvtError::UnknownBody {
@@ -300,11 +309,13 @@ impl GvtBuffer {
             seen.push(b);
             keys.push(self.chunk_key(tick, b as usize / CHUNK));
         }
-        seen.sort_unstable();
-        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-            return Err(GvtError::AlreadyRecorded { body: w[0], tick });
+        if seen.len() > 1 {
+            seen.sort_unstable();
+            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                return Err(GvtError::AlreadyRecorded { body: w[0], tick });
+            }
         }
-        Ok(keys)
+        Ok(())
     }
 
     /// The error for a slot holding `have` instead of `tick`.
@@ -324,51 +335,88 @@ impl GvtBuffer {
     /// states at `tick` (kept for frame ticks only). See the module contract. If this completes
     /// the tick, the tick and any complete ticks after it are committed before this returns.
     pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<(), GvtError> {
-        if bodies.is_empty() {
+        self.record_ticks(tick, &[bodies])
+    }
+
+    /// Records the consecutive ticks `first, first + 1, ...`, tick `first + i` for the bodies
+    /// and states of `ticks[i]`, in **one** section (an entity records the ticks it finished in
+    /// a turn at once: one transaction or one lock round instead of one per tick). All or
+    /// nothing: on error no tick is recorded. The count slot of a tick is written only when a
+    /// chunk of it becomes full, so concurrent records of one tick by bodies of different
+    /// chunks touch disjoint slots, and of one chunk share only that chunk's slot.
+    pub fn record_ticks(
+        &self,
+        first: Tick,
+        ticks: &[&[(BodyId, BodyState)]],
+    ) -> Result<(), GvtError> {
+        let mut keys = Vec::new();
+        for (i, bodies) in ticks.iter().enumerate() {
+            if !bodies.is_empty() {
+                self.keys_for(first + i as Tick, bodies.iter().map(|b| b.0), &mut keys)?;
+            }
+        }
+        if keys.is_empty() {
             return Ok(());
         }
-        let keys = self.keys_for(tick, bodies.iter().map(|b| b.0))?;
-        let (ck, frame) = (self.count_key(tick), self.is_frame(tick));
-        let complete = self.table.section(&keys, |v| {
-            let Slot::Count { tick: have, .. } = *v.get(ck) else {
-                unreachable!()
-            };
-            if have != tick {
-                return Err(self.slot_error(tick, have));
-            }
-            for &(b, _) in bodies {
-                let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
-                else {
+        let lowest_complete = self.table.section(&keys, |v| {
+            for (i, bodies) in ticks.iter().enumerate() {
+                let tick = first + i as Tick;
+                if bodies.is_empty() {
+                    continue;
+                }
+                let Slot::Count { tick: have, .. } = *v.get(self.count_key(tick)) else {
                     unreachable!()
                 };
-                if bits & (1 << (b as usize % CHUNK)) != 0 {
-                    return Err(GvtError::AlreadyRecorded { body: b, tick });
+                if have != tick {
+                    return Err(self.slot_error(tick, have));
+                }
+                for &(b, _) in *bodies {
+                    let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
+                    else {
+                        unreachable!()
+                    };
+                    if bits & (1 << (b as usize % CHUNK)) != 0 {
+                        return Err(GvtError::AlreadyRecorded { body: b, tick });
+                    }
                 }
             }
-            let mut newly_full = 0;
-            for &(b, s) in bodies {
-                let chunk = b as usize / CHUNK;
-                let mask = self.chunk_mask(chunk);
-                let Slot::Chunk { bits, states, .. } = v.get_mut(self.chunk_key(tick, chunk))
-                else {
-                    unreachable!()
-                };
-                *bits |= 1 << (b as usize % CHUNK);
-                if frame {
-                    states[b as usize % CHUNK] = s;
+            let mut lowest = None;
+            for (i, bodies) in ticks.iter().enumerate() {
+                let tick = first + i as Tick;
+                let frame = self.is_frame(tick);
+                let mut newly_full = 0;
+                for &(b, s) in *bodies {
+                    let chunk = b as usize / CHUNK;
+                    let mask = self.chunk_mask(chunk);
+                    let Slot::Chunk { bits, states, .. } = v.get_mut(self.chunk_key(tick, chunk))
+                    else {
+                        unreachable!()
+                    };
+                    *bits |= 1 << (b as usize % CHUNK);
+                    if frame {
+                        states[b as usize % CHUNK] = s;
+                    }
+                    if *bits == mask {
+                        newly_full += 1;
+                    }
                 }
-                if *bits == mask {
-                    newly_full += 1;
+                if newly_full > 0 {
+                    let Slot::Count { full, .. } = v.get_mut(self.count_key(tick)) else {
+                        unreachable!()
+                    };
+                    *full += newly_full;
+                    if *full as usize == self.chunks && lowest.is_none() {
+                        lowest = Some(tick);
+                    }
                 }
             }
-            let Slot::Count { full, .. } = v.get_mut(ck) else {
-                unreachable!()
-            };
-            *full += newly_full;
-            Ok(*full as usize == self.chunks)
+            Ok(lowest)
         })?;
-        if complete {
-            self.advance(tick);
+        // Committing the lowest tick this completed walks on through every complete tick after
+        // it; a later completed tick it does not reach waits behind an incomplete one, whose
+        // completing record will walk on to it (see `advance`).
+        if let Some(t) = lowest_complete {
+            self.advance(t);
         }
         Ok(())
     }
@@ -376,43 +424,58 @@ impl GvtBuffer {
     /// Takes back the record of `tick` for the given bodies (rollback). Refused for a
     /// committed tick.
     pub fn unrecord(&self, tick: Tick, bodies: &[BodyId]) -> Result<(), GvtError> {
-        if bodies.is_empty() {
+        self.unrecord_ticks(tick..tick + 1, bodies)
+    }
+
+    /// Takes back the records of every tick in `ticks` for the given bodies, in one section
+    /// (a rollback takes back all the ticks it undoes at once). All or nothing; refused if any
+    /// tick is committed or not recorded by one of the bodies.
+    pub fn unrecord_ticks(&self, ticks: Range<Tick>, bodies: &[BodyId]) -> Result<(), GvtError> {
+        if bodies.is_empty() || ticks.is_empty() {
             return Ok(());
         }
-        let keys = self.keys_for(tick, bodies.iter().copied())?;
-        let ck = self.count_key(tick);
+        let mut keys = Vec::new();
+        for tick in ticks.clone() {
+            self.keys_for(tick, bodies.iter().copied(), &mut keys)?;
+        }
         self.table.section(&keys, |v| {
-            let Slot::Count { tick: have, .. } = *v.get(ck) else {
-                unreachable!()
-            };
-            if have != tick {
-                return Err(self.slot_error(tick, have));
-            }
-            for &b in bodies {
-                let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
-                else {
+            for tick in ticks.clone() {
+                let Slot::Count { tick: have, .. } = *v.get(self.count_key(tick)) else {
                     unreachable!()
                 };
-                if bits & (1 << (b as usize % CHUNK)) == 0 {
-                    return Err(GvtError::NotRecorded { body: b, tick });
+                if have != tick {
+                    return Err(self.slot_error(tick, have));
+                }
+                for &b in bodies {
+                    let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
+                    else {
+                        unreachable!()
+                    };
+                    if bits & (1 << (b as usize % CHUNK)) == 0 {
+                        return Err(GvtError::NotRecorded { body: b, tick });
+                    }
                 }
             }
-            let mut no_longer_full = 0;
-            for &b in bodies {
-                let chunk = b as usize / CHUNK;
-                let mask = self.chunk_mask(chunk);
-                let Slot::Chunk { bits, .. } = v.get_mut(self.chunk_key(tick, chunk)) else {
-                    unreachable!()
-                };
-                if *bits == mask {
-                    no_longer_full += 1;
+            for tick in ticks.clone() {
+                let mut no_longer_full = 0;
+                for &b in bodies {
+                    let chunk = b as usize / CHUNK;
+                    let mask = self.chunk_mask(chunk);
+                    let Slot::Chunk { bits, .. } = v.get_mut(self.chunk_key(tick, chunk)) else {
+                        unreachable!()
+                    };
+                    if *bits == mask {
+                        no_longer_full += 1;
+                    }
+                    *bits &= !(1 << (b as usize % CHUNK));
                 }
-                *bits &= !(1 << (b as usize % CHUNK));
+                if no_longer_full > 0 {
+                    let Slot::Count { full, .. } = v.get_mut(self.count_key(tick)) else {
+                        unreachable!()
+                    };
+                    *full -= no_longer_full;
+                }
             }
-            let Slot::Count { full, .. } = v.get_mut(ck) else {
-                unreachable!()
-            };
-            *full -= no_longer_full;
             Ok(())
         })
     }
