@@ -213,6 +213,7 @@ fn run_warp_scene(
         threads: options.threads,
         backend,
         window: None,
+        chaos: None,
     };
     let mut sink_error = None;
     let result = crate::warp::run_warp(scene, config, frames * frame_ticks, &mut |tick, states| {

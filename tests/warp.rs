@@ -45,6 +45,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     threads,
                     backend,
                     window: Some(window),
+                    chaos: None,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -97,6 +98,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             threads: 32,
             backend: Backend::default(),
             window: Some(window),
+            chaos: None,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -110,6 +112,7 @@ fn sink_errors_stop_the_run() {
         threads: 2,
         backend: Backend::default(),
         window: Some(16),
+        chaos: None,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -160,6 +163,7 @@ fn head_on_collision_swaps_velocities() {
             threads,
             backend: Backend::default(),
             window: Some(256),
+            chaos: None,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));

@@ -25,6 +25,11 @@
 //! from the GVT buffer ([`GvtBuffer::drain_committed`]) as they come, hands them to the output,
 //! and prunes the TVHT behind the GVT.
 //!
+//! **Chaos.** A test-only mode ([`WarpConfig::chaos`]) perturbs the schedule from a seed: random
+//! yields and sleeps before turns, random spins between pushing a message and scheduling its
+//! receiver, and tasks deferred to the global queue. The determinism tests run it over many
+//! seeds: the committed frames must not change.
+//!
 //! **Determinism.** Which worker runs which turn, and in what order messages arrive, changes
 //! only the speculation, never a committed state: a committed state at `k + 1` is the rule of
 //! [`super::rules`] applied to the final state at `k` and the contacts at `k`, which are a
@@ -37,7 +42,7 @@ use super::message::Msg;
 use super::rules::Rules;
 use super::{BodyId, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
 use crate::dynamics::BodyState;
-use crate::scene::Scene;
+use crate::scene::{Scene, SplitMix64};
 use crate::sync::Backend;
 use crossbeam::queue::SegQueue;
 use crossbeam::utils::Backoff;
@@ -54,6 +59,68 @@ pub struct WarpConfig {
     pub backend: Backend,
     /// `LVT_ub - GVT` in ticks; `None` takes the scene's `world.window`.
     pub window: Option<u64>,
+    /// Test-only schedule perturbation (see "Chaos" in the module documentation): `Some(seed)`
+    /// makes every worker, from a random stream seeded by `seed` and its index, yield, sleep,
+    /// spin between sending a message and scheduling its receiver, and defer tasks to the
+    /// global queue at random. Committed frames must not change; only speed does.
+    pub chaos: Option<u64>,
+}
+
+impl Default for WarpConfig {
+    /// All cores, the default backend, the scene's window, no chaos.
+    fn default() -> Self {
+        WarpConfig {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            backend: Backend::default(),
+            window: None,
+            chaos: None,
+        }
+    }
+}
+
+/// A worker's source of schedule perturbations ([`WarpConfig::chaos`]).
+struct Chaos(Option<std::cell::RefCell<SplitMix64>>);
+
+impl Chaos {
+    fn new(seed: Option<u64>, worker: usize) -> Chaos {
+        Chaos(seed.map(|s| {
+            std::cell::RefCell::new(SplitMix64::new(
+                s ^ (worker as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ))
+        }))
+    }
+
+    /// A random number below `n`, or `None` without chaos.
+    fn roll(&self, n: u64) -> Option<u64> {
+        Some(self.0.as_ref()?.borrow_mut().next_u64() % n)
+    }
+
+    /// Before a turn: sometimes yield the thread, sometimes sleep up to 50 µs.
+    fn before_turn(&self) {
+        match self.roll(16) {
+            Some(0..=3) => std::thread::yield_now(),
+            Some(4) => {
+                let us = self.roll(50).unwrap_or(0);
+                std::thread::sleep(Duration::from_micros(us));
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether to push a found task back to the global queue instead of running it now.
+    fn defer(&self) -> bool {
+        self.roll(8) == Some(0)
+    }
+
+    /// Between a message's push and its receiver's scheduling: sometimes spin a while, which
+    /// widens the window in which the receiver may run, finish and clear its flag.
+    fn after_send(&self) {
+        if let Some(0) = self.roll(4) {
+            for _ in 0..self.roll(200).unwrap_or(0) {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 /// What a warp run did.
@@ -145,13 +212,14 @@ impl Shared<'_> {
         }
     }
 
-    fn turn(&self, id: BodyId, local: &Worker<BodyId>) {
+    fn turn(&self, id: BodyId, local: &Worker<BodyId>, chaos: &Chaos) {
         let i = id as usize;
         let result = {
             let mut e = self.entities[i].lock().unwrap_or_else(|p| p.into_inner());
             let mailbox = &self.mailboxes[i];
             e.run(&self.env, &mut || mailbox.pop(), &mut |to, m| {
                 self.mailboxes[to as usize].push(m);
+                chaos.after_send();
                 self.schedule(to, local);
             })
         };
@@ -176,13 +244,18 @@ impl Shared<'_> {
         self.wake_parked(local);
     }
 
-    fn work(&self, local: Worker<BodyId>, me: usize) {
+    fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos) {
         let backoff = Backoff::new();
         while !self.done() {
             match self.find_task(&local, me) {
+                Some(id) if chaos.defer() => {
+                    // Still flagged as scheduled: it runs when someone takes it from there.
+                    self.injector.push(id);
+                }
                 Some(id) => {
                     backoff.reset();
-                    self.turn(id, &local);
+                    chaos.before_turn();
+                    self.turn(id, &local, &chaos);
                 }
                 None => {
                     self.wake_parked(&local);
@@ -258,7 +331,7 @@ pub fn run_warp(
             let shared = &shared;
             let h = std::thread::Builder::new()
                 .name(format!("warp-{me}"))
-                .spawn_scoped(s, move || shared.work(w, me));
+                .spawn_scoped(s, move || shared.work(w, me, Chaos::new(config.chaos, me)));
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => shared.fail(format!("cannot start worker thread: {e}")),

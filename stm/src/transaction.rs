@@ -87,7 +87,14 @@ struct Buffers {
     /// How many more read-only transactions of this thread keep a read set from their first
     /// attempt (see [`Transaction::read_only_hint`]).
     read_only_hint: u32,
+    /// Writes buffered by this thread's attempts since it last flushed its epoch garbage
+    /// (see [`Transaction::finish`]).
+    since_flush: usize,
 }
+
+/// After this many buffered writes a thread flushes its deferred frees to crossbeam-epoch's
+/// global queue and runs a collection step (one bag's worth).
+const FLUSH_EVERY: usize = 64;
 
 /// After a read-only transaction of a thread met a newer version, this many of the thread's
 /// next read-only transactions keep a read set (renewed each time one needs it again).
@@ -100,6 +107,7 @@ impl Buffers {
             writes: WriteSet::default(),
             stats: stats::this_thread_block(),
             read_only_hint: 0,
+            since_flush: 0,
         }
     }
 }
@@ -391,10 +399,28 @@ impl<'env> Transaction<'env> {
     /// Ends an attempt (committed or not): frees pending values, forgets the sets, unpins,
     /// and gives the irrevocability token back.
     #[inline(always)]
+    ///
+    /// Every commit of a `TVar` retires the old value with `defer_destroy`. crossbeam-epoch
+    /// frees deferred values only when a thread's local bag (64 of them) reaches the global
+    /// queue, and each `pin` runs a bounded collection step only now and then; a thread that
+    /// commits many `TVar`s per transaction (the engine's sections write tens of slots) retires
+    /// them faster than that, and the garbage grew without bound (measured: 1.6-1.9 GB RSS
+    /// after 2 simulated seconds of `cylinders` in the warp engine, against 0.13 GB with
+    /// locks). So after every [`FLUSH_EVERY`] buffered writes the thread flushes: its bag goes
+    /// to the global queue and a collection step runs, which frees up to eight bags whose
+    /// epoch has passed, more than the one bag added.
     pub(crate) fn finish(&mut self) {
         let b = self.bm();
         b.reads.clear();
+        b.since_flush += b.writes.len();
+        let flush = b.since_flush >= FLUSH_EVERY;
+        if flush {
+            b.since_flush = 0;
+        }
         b.writes.clear();
+        if flush && let Some(g) = self.guard.as_ref() {
+            g.flush();
+        }
         self.guard = None;
         if self.holds_token {
             self.holds_token = false;
