@@ -1,6 +1,9 @@
-//! Physics validation of the frame engine against analytic mechanics: ballistic flight, bouncing
-//! with restitution, elastic collision, rolling down an incline, resting contact, a stacked
-//! pyramid, and bit-identical results across thread counts.
+//! Physics validation against analytic mechanics: ballistic flight, bouncing with restitution,
+//! elastic collision, rolling down an incline and resting contact, each on **both** engines
+//! (the frame engine, stepping at 1/60 s, and the warp engine, every body on its own clock in
+//! ticks of 1/960 s); then, on the frame engine, a stacked pyramid, sleep and wake, and
+//! bit-identical results across thread counts (the warp engine's determinism is checked in
+//! `tests/warp.rs` and `tests/warp_determinism.rs`; its pyramids need contact groups).
 //!
 //! The long ones are meant for `cargo test --release --test physics`.
 
@@ -8,6 +11,7 @@ use glam::{Quat, Vec3};
 use timewarp::dynamics::BodyState;
 use timewarp::frame::{FrameConfig, FrameEngine};
 use timewarp::scene::{BodyDesc, Scene, Shape, World};
+use timewarp::warp::{WarpConfig, run_warp};
 
 const G: f32 = 9.81;
 
@@ -69,8 +73,67 @@ fn engine(scene: &Scene, threads: usize) -> FrameEngine {
     )
 }
 
+/// Which engine an analytic check runs on.
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    Frame,
+    Warp,
+}
+
+/// Every body's state (scene order, statics included) at frames `0..=frames` (1/60 s apart).
+fn simulate(scene: &Scene, engine: Engine, frames: u64) -> Vec<Vec<BodyState>> {
+    match engine {
+        Engine::Frame => {
+            let mut e = self::engine(scene, 1);
+            let mut out = vec![e.states().to_vec()];
+            for _ in 0..frames {
+                e.step();
+                out.push(e.states().to_vec());
+            }
+            out
+        }
+        Engine::Warp => {
+            let all: Vec<BodyState> = scene.bodies.iter().map(BodyState::from_desc).collect();
+            let dynamic: Vec<usize> = (0..scene.bodies.len())
+                .filter(|&i| !scene.bodies[i].is_static)
+                .collect();
+            let config = WarpConfig {
+                threads: 2,
+                ..WarpConfig::default()
+            };
+            let ticks = frames * u64::from(scene.world.frame_ticks);
+            let mut out = Vec::new();
+            run_warp(scene, config, ticks, &mut |_, states| {
+                let mut f = all.clone();
+                for (&i, s) in dynamic.iter().zip(states) {
+                    f[i] = *s;
+                }
+                out.push(f);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(out.len() as u64, frames + 1);
+            out
+        }
+    }
+}
+
+/// Seconds at frame `k`.
+fn time_of(k: usize) -> f32 {
+    k as f32 / 60.0
+}
+
 #[test]
 fn projectile_follows_the_parabola() {
+    parabola(Engine::Frame);
+}
+
+#[test]
+fn warp_projectile_follows_the_parabola() {
+    parabola(Engine::Warp);
+}
+
+fn parabola(engine: Engine) {
     let g = Vec3::new(0.0, -G, 0.0);
     let mut b = body(sphere(0.5), Vec3::new(0.0, 1.0, 0.0), 1.0);
     b.velocity = Vec3::new(3.0, 8.0, -1.0);
@@ -79,21 +142,32 @@ fn projectile_follows_the_parabola() {
         world: world(g),
         bodies: vec![b.clone()],
     };
-    let mut e = engine(&scene, 1);
+    let frames = simulate(&scene, engine, 120);
     let mut worst = 0.0f32;
-    while e.time() < 2.0 - 1e-9 {
-        e.step();
-        let t = e.time() as f32;
+    for (k, f) in frames.iter().enumerate() {
+        let t = time_of(k);
         let x = b.position + b.velocity * t + g * (0.5 * t * t);
-        worst = worst.max((e.states()[0].position - x).length());
-        assert!((e.states()[0].velocity - (b.velocity + g * t)).length() < 1e-3);
+        worst = worst.max((f[0].position - x).length());
+        let dv = (f[0].velocity - (b.velocity + g * t)).length();
+        assert!(dv < 1e-3, "{engine:?}: velocity off by {dv} m/s at {t} s");
     }
-    assert_eq!(e.frame(), 120);
-    assert!(worst < 1e-3, "deviation from the parabola: {worst} m");
+    assert!(
+        worst < 1e-3,
+        "{engine:?}: deviation from the parabola: {worst} m"
+    );
 }
 
 #[test]
 fn bounce_heights_scale_with_restitution_squared() {
+    bounces(Engine::Frame);
+}
+
+#[test]
+fn warp_bounce_heights_scale_with_restitution_squared() {
+    bounces(Engine::Warp);
+}
+
+fn bounces(engine: Engine) {
     let e_rest = 0.8;
     let r = 0.5;
     let h0 = 5.0;
@@ -103,13 +177,14 @@ fn bounce_heights_scale_with_restitution_squared() {
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies: vec![ground(), ball],
     };
-    let mut e = engine(&scene, 1);
     let mut apexes = Vec::new();
     let mut rising = false;
     let mut top = 0.0f32;
-    while apexes.len() < 3 && e.time() < 10.0 {
-        e.step();
-        let s = e.states()[1];
+    for f in simulate(&scene, engine, 600) {
+        if apexes.len() == 3 {
+            break;
+        }
+        let s = f[1];
         if s.velocity.y > 0.0 {
             rising = true;
             top = top.max(s.position.y - r);
@@ -120,12 +195,16 @@ fn bounce_heights_scale_with_restitution_squared() {
             top = 0.0;
         }
     }
-    assert_eq!(apexes.len(), 3, "three bounces expected, saw {apexes:?}");
+    assert_eq!(
+        apexes.len(),
+        3,
+        "{engine:?}: three bounces expected, saw {apexes:?}"
+    );
     for (k, &h) in apexes.iter().enumerate() {
         let expect = h0 * e_rest.powi(2 * (k as i32 + 1));
         assert!(
             (h - expect).abs() <= 0.03 * expect,
-            "bounce {}: {h} m, expected {expect} m",
+            "{engine:?}: bounce {}: {h} m, expected {expect} m",
             k + 1
         );
     }
@@ -133,6 +212,15 @@ fn bounce_heights_scale_with_restitution_squared() {
 
 #[test]
 fn elastic_head_on_collision_swaps_velocities() {
+    elastic_swap(Engine::Frame);
+}
+
+#[test]
+fn warp_elastic_head_on_collision_swaps_velocities() {
+    elastic_swap(Engine::Warp);
+}
+
+fn elastic_swap(engine: Engine) {
     let mut a = body(sphere(0.5), Vec3::new(-2.0, 0.0, 0.0), 2.0);
     a.velocity = Vec3::new(3.0, 0.0, 0.0);
     a.restitution = 1.0;
@@ -145,14 +233,11 @@ fn elastic_head_on_collision_swaps_velocities() {
         world: world(Vec3::ZERO),
         bodies: vec![a.clone(), b.clone()],
     };
-    let mut e = engine(&scene, 1);
-    for _ in 0..90 {
-        e.step();
-    }
-    let (sa, sb) = (e.states()[0], e.states()[1]);
+    let f = simulate(&scene, engine, 90).pop().unwrap();
+    let (sa, sb) = (f[0], f[1]);
     assert!(
         (sa.velocity - b.velocity).length() < 1e-4,
-        "{:?}",
+        "{engine:?}: {:?}",
         sa.velocity
     );
     assert!(
@@ -171,6 +256,15 @@ fn elastic_head_on_collision_swaps_velocities() {
 
 #[test]
 fn sphere_rolls_down_an_incline() {
+    incline(Engine::Frame);
+}
+
+#[test]
+fn warp_sphere_rolls_down_an_incline() {
+    incline(Engine::Warp);
+}
+
+fn incline(engine: Engine) {
     let theta = 30f32.to_radians();
     let q = Quat::from_rotation_z(theta);
     let n = q * Vec3::Y; // the slope's outward normal
@@ -191,35 +285,37 @@ fn sphere_rolls_down_an_incline() {
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies: vec![ramp, ball],
     };
-    let mut e = engine(&scene, 1);
-    for _ in 0..90 {
-        e.step();
-    }
-    let t = e.time() as f32;
-    let s = e.states()[1];
+    let t = time_of(90);
+    let s = simulate(&scene, engine, 90).pop().unwrap()[1];
     let travelled = (s.position - start).dot(down);
     let expect = 0.5 * (5.0 / 7.0) * G * theta.sin() * t * t;
     assert!(
         (travelled - expect).abs() <= 0.03 * expect,
-        "rolled {travelled} m in {t} s, expected {expect} m"
+        "{engine:?}: rolled {travelled} m in {t} s, expected {expect} m"
     );
     // Rolling without slipping: the contact point is at rest.
     let contact_v = s.velocity + s.angular_velocity.cross(-n * r);
     assert!(
         contact_v.length() < 0.05 * s.velocity.length(),
-        "slipping: {contact_v:?}"
+        "{engine:?}: slipping: {contact_v:?}"
     );
     // It stays on the surface.
-    assert!(((s.position - start).dot(n)).abs() < 0.01);
+    let off = (s.position - start).dot(n);
+    assert!(off.abs() < 0.01, "{engine:?}: {off} m off the surface");
 }
 
-#[test]
-fn box_rests_without_drift_and_sleeps() {
+fn resting_box() -> (BodyDesc, Scene) {
     let b = body(unit_box(), Vec3::new(0.3, 0.5, -0.2), 1.0);
     let scene = Scene {
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies: vec![ground(), b.clone()],
     };
+    (b, scene)
+}
+
+#[test]
+fn box_rests_without_drift_and_sleeps() {
+    let (b, scene) = resting_box();
     let mut e = engine(&scene, 1);
     for _ in 0..600 {
         e.step();

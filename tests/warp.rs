@@ -1,7 +1,7 @@
 //! The warp engine against its sequential reference: committed frames bit for bit equal to
 //! the lock-step, brute-force reference (`timewarp::warp::reference`) on the paper's three
-//! scenes (seed 000, Section 6.1), for 1, 2 and 8 worker threads, windows 1 and 256, and every
-//! compiled backend. Run with `cargo test --release --features stm,locks --test warp`.
+//! scenes (seed 000, Section 6.1) with 100 bodies, for 1, 2 and 8 worker threads, windows 1 and
+//! 256, and every compiled backend. Run with `cargo test --release --features stm,locks --test warp`.
 
 use timewarp::dynamics::BodyState;
 use timewarp::scene::{Scene, builtin};
@@ -73,18 +73,18 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
 
 #[test]
 fn parallel_equals_the_reference() {
-    check("parallel", 20, 480, false);
+    check("parallel", 100, 480, false);
 }
 
 #[test]
 fn cylinders_equals_the_reference() {
-    // 40 spheres fall 5 m onto the cylinders (about 1 s) and bounce off them and each other.
-    check("cylinders", 40, 1920, true);
+    // 100 spheres fall 5 m onto the cylinders (about 1 s) and bounce off them and each other.
+    check("cylinders", 100, 1920, true);
 }
 
 #[test]
 fn bouncing_equals_the_reference() {
-    check("bouncing", 40, 960, true);
+    check("bouncing", 100, 960, true);
 }
 
 #[test]
