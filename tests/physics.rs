@@ -314,6 +314,15 @@ fn resting_box() -> (BodyDesc, Scene) {
 }
 
 #[test]
+fn warp_box_rests_without_drift() {
+    let (b, scene) = resting_box();
+    for f in simulate(&scene, Engine::Warp, 600) {
+        let drift = (f[1].position - b.position).length();
+        assert!(drift < 1e-3, "drifted {drift} m");
+    }
+}
+
+#[test]
 fn box_rests_without_drift_and_sleeps() {
     let (b, scene) = resting_box();
     let mut e = engine(&scene, 1);

@@ -19,7 +19,10 @@
 //!   with a sender that saw the flag still set);
 //! * an entity at `LVT_ub` parks on a list, and whoever sees the GVT advance wakes the list;
 //!   an entity that parks re-checks the GVT after parking, so no advance is missed;
-//! * an entity that waits for acks is simply not scheduled: the ack's arrival schedules it.
+//! * an entity that waits for acks is simply not scheduled: the ack's arrival schedules it;
+//! * a worker that finds no task spins and yields a little (crossbeam's `Backoff`), then
+//!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
+//!   leave the cores to the busy ones, which matters most when threads outnumber cores.
 //!
 //! The run ends when the GVT passes the last tick. The calling thread drains committed frames
 //! from the GVT buffer ([`GvtBuffer::drain_committed`]) as they come, hands them to the output,
@@ -45,10 +48,11 @@ use crate::dynamics::BodyState;
 use crate::scene::{Scene, SplitMix64};
 use crate::sync::Backend;
 use crossbeam::queue::SegQueue;
+use crossbeam::sync::{Parker, Unparker};
 use crossbeam::utils::Backoff;
 use crossbeam_deque::{Injector, Stealer, Worker};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::time::Duration;
 
 /// Settings of a warp run.
@@ -157,13 +161,56 @@ struct Shared<'a> {
     stop: AtomicBool,
     error: Mutex<Option<String>>,
     gvt_seen: AtomicU64,
+    /// Idle workers asleep (see `idle`): how many, which, and how to wake each.
+    sleepers: AtomicUsize,
+    asleep: Vec<AtomicBool>,
+    unparkers: Vec<Unparker>,
 }
+
+/// An idle worker sleeps at most this long before it looks for work again (a safety net: a
+/// task pushed while it was falling asleep wakes it at once, see `Shared::idle`).
+const IDLE_NAP: Duration = Duration::from_millis(1);
 
 impl Shared<'_> {
     fn schedule(&self, id: BodyId, local: &Worker<BodyId>) {
         if !self.scheduled[id as usize].swap(true, Ordering::SeqCst) {
             local.push(id);
+            self.notify();
         }
+    }
+
+    /// After a push: wakes one sleeping worker, if any. The fence pairs with the one in
+    /// `idle`: either the pusher sees the sleeper's count, or the sleeper sees the task.
+    fn notify(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for (i, a) in self.asleep.iter().enumerate() {
+            if a.swap(false, Ordering::SeqCst) {
+                self.unparkers[i].unpark();
+                return;
+            }
+        }
+    }
+
+    /// Whether any queue holds a task (for a worker about to sleep).
+    fn any_task(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// An idle worker, after spinning and yielding a while, sleeps until a task is pushed (or
+    /// `IDLE_NAP` passes). Without this, idle workers spun on their cores: with 32 workers on 2
+    /// cores they took the CPU from the few that had work.
+    fn idle(&self, me: usize, parker: &Parker) {
+        self.asleep[me].store(true, Ordering::SeqCst);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !self.any_task() && !self.done() {
+            parker.park_timeout(IDLE_NAP);
+        }
+        self.asleep[me].store(false, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 
     fn find_task(&self, local: &Worker<BodyId>, me: usize) -> Option<BodyId> {
@@ -244,13 +291,14 @@ impl Shared<'_> {
         self.wake_parked(local);
     }
 
-    fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos) {
+    fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos, parker: Parker) {
         let backoff = Backoff::new();
         while !self.done() {
             match self.find_task(&local, me) {
                 Some(id) if chaos.defer() => {
                     // Still flagged as scheduled: it runs when someone takes it from there.
                     self.injector.push(id);
+                    self.notify();
                 }
                 Some(id) => {
                     backoff.reset();
@@ -260,7 +308,8 @@ impl Shared<'_> {
                 None => {
                     self.wake_parked(&local);
                     if backoff.is_completed() {
-                        std::thread::yield_now();
+                        self.idle(me, &parker);
+                        backoff.reset();
                     } else {
                         backoff.snooze();
                     }
@@ -299,6 +348,7 @@ pub fn run_warp(
         .map_err(|e| e.to_string())?;
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();
+    let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
     let shared = Shared {
         env: Env {
             rules: &rules,
@@ -317,6 +367,9 @@ pub fn run_warp(
         stop: AtomicBool::new(false),
         error: Mutex::new(None),
         gvt_seen: AtomicU64::new(0),
+        sleepers: AtomicUsize::new(0),
+        asleep: (0..threads).map(|_| AtomicBool::new(false)).collect(),
+        unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
     };
     for i in 0..n {
         shared.injector.push(i as BodyId);
@@ -327,11 +380,13 @@ pub fn run_warp(
     let mut out_error = None;
     std::thread::scope(|s| {
         let mut handles = Vec::new();
-        for (me, w) in workers.into_iter().enumerate() {
+        for (me, (w, p)) in workers.into_iter().zip(parkers).enumerate() {
             let shared = &shared;
             let h = std::thread::Builder::new()
                 .name(format!("warp-{me}"))
-                .spawn_scoped(s, move || shared.work(w, me, Chaos::new(config.chaos, me)));
+                .spawn_scoped(s, move || {
+                    shared.work(w, me, Chaos::new(config.chaos, me), p)
+                });
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => shared.fail(format!("cannot start worker thread: {e}")),
