@@ -46,7 +46,7 @@ impl Default for FrameConfig {
 }
 
 /// Counters of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EngineStats {
     /// Frames stepped.
     pub frames: u64,
