@@ -215,6 +215,11 @@ pub fn run_scene_with(
     }
     for done in first + 1..=frames {
         engine.step();
+        if let Some(fault) = engine.fault() {
+            return Err(RunError::Engine(format!(
+                "the simulation broke down: {fault}"
+            )));
+        }
         sink.frame(engine.frame(), engine.time(), engine.states())
             .map_err(RunError::Output)?;
         if let Some(c) = ck.as_deref_mut() {
