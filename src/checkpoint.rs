@@ -79,7 +79,7 @@ pub const HEADER_LEN: usize = 28;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum EngineState {
     /// The frame engine's state between two steps.
-    Frame(FrameSnapshot),
+    Frame(Box<FrameSnapshot>),
     /// The warp engine's committed pre-event states of the dynamic bodies, in scene order.
     Warp(Vec<BodyState>),
 }

@@ -226,7 +226,7 @@ pub fn run_scene_with(
             c.observe(engine.frame(), engine.time(), engine.states())
                 .map_err(RunError::Output)?;
             if c.due(done) && done < frames {
-                c.save(done, &EngineState::Frame(engine.snapshot()))
+                c.save(done, &EngineState::Frame(Box::new(engine.snapshot())))
                     .map_err(checkpoint_error)?;
             }
         }
@@ -234,7 +234,7 @@ pub fn run_scene_with(
     }
     sink.finish().map_err(RunError::Output)?;
     if let Some(c) = ck {
-        c.save(frames, &EngineState::Frame(engine.snapshot()))
+        c.save(frames, &EngineState::Frame(Box::new(engine.snapshot())))
             .map_err(checkpoint_error)?;
     }
     let wall_seconds = start.elapsed().as_secs_f64();

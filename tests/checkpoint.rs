@@ -74,6 +74,20 @@ fn backends() -> Vec<&'static str> {
     b
 }
 
+/// `--bodies N --engine E --threads 2 --backend B` with the first backend of this build.
+fn engine_args(bodies: &'static str, engine: &'static str) -> [&'static str; 8] {
+    [
+        "--bodies",
+        bodies,
+        "--engine",
+        engine,
+        "--threads",
+        "2",
+        "--backend",
+        backends()[0],
+    ]
+}
+
 /// For `engine` on `scene` with `bodies`: the uninterrupted run to `total` seconds (1 thread),
 /// then for each cut, a run to the cut with a checkpoint (`threads_a`) resumed to `total` with
 /// `threads_b`: every resumed checksum must equal the uninterrupted one.
@@ -178,7 +192,7 @@ fn chained_resumes_and_the_resumed_csv_continue_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for engine in ["frame", "warp"] {
-        let base = ["--bodies", "12", "--engine", engine, "--threads", "2"];
+        let base = engine_args("12", engine);
         let mut full = vec!["run", "cylinders", "--seconds", "1", "--out", "full.csv"];
         full.extend(base);
         full.extend(["--checksum", "-q"]);
@@ -192,6 +206,8 @@ fn chained_resumes_and_the_resumed_csv_continue_the_run() {
             &[
                 "resume",
                 "1.ck",
+                "--backend",
+                backends()[0],
                 "--seconds",
                 "0.7",
                 "--out",
@@ -211,6 +227,8 @@ fn chained_resumes_and_the_resumed_csv_continue_the_run() {
             &[
                 "resume",
                 "2.ck",
+                "--backend",
+                backends()[0],
                 "--out",
                 "c.csv",
                 "--threads",
@@ -226,6 +244,8 @@ fn chained_resumes_and_the_resumed_csv_continue_the_run() {
             &[
                 "resume",
                 "2.ck",
+                "--backend",
+                backends()[0],
                 "--seconds",
                 "1",
                 "--out",
@@ -267,7 +287,11 @@ impl FrameSink for FailAt {
 fn options(engine: EngineKind, seconds: f64, threads: usize) -> RunOptions {
     RunOptions {
         engine,
-        backend: Backend::Stm,
+        backend: if cfg!(feature = "stm") {
+            Backend::Stm
+        } else {
+            Backend::Locks
+        },
         threads,
         seconds: Some(seconds),
         progress: false,
@@ -330,7 +354,7 @@ fn checkpoint_every_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for engine in ["frame", "warp"] {
-        let args = ["--bodies", "10", "--engine", engine, "--threads", "2"];
+        let args = engine_args("10", engine);
         let mut full = vec!["run", "bouncing", "--seconds", "1"];
         full.extend(args);
         full.extend(["--checksum", "-q"]);
@@ -344,7 +368,19 @@ fn checkpoint_every_from_the_command_line() {
             out.contains("checkpoint: e.ck at frame 30 (5 written)"),
             "{out}"
         );
-        let r = ok(&["resume", "e.ck", "--seconds", "1", "--checksum", "-q"], d);
+        let r = ok(
+            &[
+                "resume",
+                "e.ck",
+                "--seconds",
+                "1",
+                "--backend",
+                backends()[0],
+                "--checksum",
+                "-q",
+            ],
+            d,
+        );
         assert_eq!(checksum(&r), want, "{engine}");
     }
 }
@@ -447,6 +483,8 @@ fn valid_checkpoint(dir: &Path) -> (PathBuf, Vec<u8>) {
             "0.1",
             "--engine",
             "warp",
+            "--backend",
+            backends()[0],
             "--checkpoint",
             "good.ck",
             "-q",

@@ -463,14 +463,14 @@ fn check_limits(b: &BodyDesc) -> Result<(), String> {
         ));
     }
     let speed = b.velocity.length();
-    if !(speed <= MAX_SPEED) {
+    if speed > MAX_SPEED {
         return Err(format!(
             "velocity {:?} is too fast ({speed:e} m/s, at most {MAX_SPEED:e})",
             b.velocity.to_array()
         ));
     }
     let spin = b.angular_velocity.length();
-    if !(spin <= MAX_ANGULAR_SPEED) {
+    if spin > MAX_ANGULAR_SPEED {
         return Err(format!(
             "angular_velocity {:?} is too fast ({spin:e} rad/s, at most {MAX_ANGULAR_SPEED:e})",
             b.angular_velocity.to_array()
