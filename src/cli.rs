@@ -3,6 +3,9 @@
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
 //!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet]
+//!              [--checkpoint FILE [--checkpoint-every S]]
+//! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
+//!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp scenes [--export NAME [--bodies N]]
 //! ```
 //!
@@ -12,6 +15,13 @@
 //! `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
 //! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
 //! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file.
+//!
+//! `--checkpoint FILE` saves the run's state at its last frame (and with `--checkpoint-every S`
+//! every `S` simulated seconds too); `resume FILE` continues such a run to `--seconds` in all
+//! (default: the length of the run that wrote it), with the checkpoint's scene and engine, any
+//! thread count and backend; its `--checksum` covers the frames before the checkpoint too, so it
+//! equals the uninterrupted run's, and its `--out` holds the frames after the checkpoint (see
+//! `checkpoint.rs` in the library).
 //!
 //! Every failure — a bad flag, a bad scene, an output that cannot be written, even a bug that
 //! panics — ends as exactly one line `error: ...` on stderr and exit status 2. clap's own
@@ -25,8 +35,11 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
+use timewarp::checkpoint::{Checkpoint, Checkpointer};
 use timewarp::output::{Checksum, CsvSink, FrameSink, Tee};
-use timewarp::run::{Backend, EngineKind, RunOptions, check_options, run_scene};
+use timewarp::run::{
+    Backend, EngineKind, MAX_FRAMES, Resume, RunOptions, check_options, run_scene_with,
+};
 use timewarp::scene::{Scene, builtin, builtin_names, builtin_toml, load};
 
 /// The scene `run` plays without an argument.
@@ -49,6 +62,8 @@ struct Cli {
 enum Command {
     /// Simulate a scene: a built-in name or a TOML scene file
     Run(RunArgs),
+    /// Continue a run from a checkpoint file to a later simulated time
+    Resume(ResumeArgs),
     /// List the built-in scenes, or print one as a scene file
     Scenes(ScenesArgs),
 }
@@ -82,6 +97,45 @@ struct RunArgs {
     /// No progress bar and no summary
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
+}
+
+#[derive(Args, Debug)]
+struct CheckpointArgs {
+    /// Save the run's state at its last frame to FILE (atomically), for `timewarp resume`
+    #[arg(long, value_name = "FILE")]
+    checkpoint: Option<PathBuf>,
+    /// Also save it every S simulated seconds (at the committed frame nearest each multiple)
+    #[arg(long, value_name = "S", requires = "checkpoint", allow_negative_numbers = true, value_parser = parse_seconds)]
+    checkpoint_every: Option<f64>,
+}
+
+#[derive(Args, Debug)]
+struct ResumeArgs {
+    /// A checkpoint written by `timewarp run --checkpoint`
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Simulated seconds to run to, in all (default: the length of the run that wrote it)
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = parse_seconds)]
+    seconds: Option<f64>,
+    /// Worker threads (default: the available parallelism)
+    #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
+    threads: Option<usize>,
+    /// What guards the shared structures of the warp engine
+    #[arg(long, value_enum, default_value_t = Backend::Stm)]
+    backend: Backend,
+    /// Write the resumed frames (those after the checkpoint) to FILE (.csv)
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print `checksum: <16 hex digits>` of every committed frame, those before the checkpoint included
+    #[arg(long)]
+    checksum: bool,
+    /// No progress bar and no summary
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
 }
 
 #[derive(Args, Debug)]
@@ -184,21 +238,87 @@ fn resolve_scene(args: &RunArgs) -> Result<(Scene, String), Failure> {
     }
 }
 
+fn default_threads(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 fn run(args: RunArgs) -> Result<(), Failure> {
     let (scene, label) = resolve_scene(&args)?;
     let options = RunOptions {
         engine: args.engine,
         backend: args.backend,
-        threads: args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        threads: default_threads(args.threads),
         seconds: args.seconds,
         progress: !args.quiet,
         label,
     };
+    let outputs = Outputs {
+        out: args.out.as_deref(),
+        checksum: args.checksum,
+        quiet: args.quiet,
+        checkpoint: &args.checkpoint,
+    };
+    play(&scene, &options, None, &outputs)
+}
+
+fn resume(args: ResumeArgs) -> Result<(), Failure> {
+    let saved = Checkpoint::read(&args.file)?;
+    let options = RunOptions {
+        engine: saved.state.engine(),
+        backend: args.backend,
+        threads: default_threads(args.threads),
+        seconds: Some(args.seconds.unwrap_or(saved.seconds)),
+        progress: !args.quiet,
+        label: saved.label.clone(),
+    };
+    let outputs = Outputs {
+        out: args.out.as_deref(),
+        checksum: args.checksum,
+        quiet: args.quiet,
+        checkpoint: &args.checkpoint,
+    };
+    play(&saved.scene, &options, Some(&saved), &outputs)
+}
+
+/// What a run or a resumed run writes.
+struct Outputs<'a> {
+    out: Option<&'a Path>,
+    checksum: bool,
+    quiet: bool,
+    checkpoint: &'a CheckpointArgs,
+}
+
+/// Runs `scene` (from `resumed` when given) with the sinks `outputs` asks for, then prints the
+/// summary and the checksum.
+fn play(
+    scene: &Scene,
+    options: &RunOptions,
+    resumed: Option<&Checkpoint>,
+    outputs: &Outputs<'_>,
+) -> Result<(), Failure> {
     // Everything that can be refused is refused before any output file is created.
-    check_options(&scene, &options)?;
-    let mut csv = match &args.out {
+    check_options(scene, options)?;
+    let mut checkpointer = match &outputs.checkpoint.checkpoint {
+        None => None,
+        Some(path) => {
+            let w = &scene.world;
+            let fps = f64::from(w.ticks_per_second) / f64::from(w.frame_ticks);
+            let every = outputs
+                .checkpoint
+                .checkpoint_every
+                .map(|s| (s * fps).round().clamp(1.0, MAX_FRAMES as f64) as u64);
+            let seconds = options.seconds.unwrap_or(w.seconds);
+            Some(Checkpointer::new(
+                path,
+                scene,
+                &options.label,
+                seconds,
+                every,
+                resumed,
+            )?)
+        }
+    };
+    let mut csv = match outputs.out {
         None => None,
         Some(path) => {
             let is_csv = path
@@ -210,10 +330,17 @@ fn run(args: RunArgs) -> Result<(), Failure> {
                     path.display()
                 )));
             }
-            Some(CsvSink::create(path, &scene).map_err(|e| format!("cannot create {e}"))?)
+            Some(CsvSink::create(path, scene).map_err(|e| format!("cannot create {e}"))?)
         }
     };
-    let mut checksum = args.checksum.then(|| Checksum::new(&scene));
+    let mut checksum = outputs.checksum.then(|| match resumed {
+        Some(c) => Checksum::resume(scene, c.checksum, c.checksum_frames),
+        None => Checksum::new(scene),
+    });
+    let resume = resumed.map(|c| Resume {
+        frame: c.frame,
+        state: &c.state,
+    });
     let summary = {
         let mut tee = Tee::new();
         if let Some(csv) = csv.as_mut() {
@@ -222,10 +349,19 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         if let Some(c) = checksum.as_mut() {
             tee.push(c as &mut dyn FrameSink);
         }
-        run_scene(&scene, &options, &mut tee)?
+        run_scene_with(scene, options, resume, &mut tee, checkpointer.as_mut())?
     };
-    if !args.quiet {
+    if !outputs.quiet {
         print_out(&format!("{summary}\n"))?;
+        if let Some(c) = &checkpointer {
+            if let Some(frame) = c.last_saved() {
+                print_out(&format!(
+                    "checkpoint: {} at frame {frame} ({} written)\n",
+                    c.path().display(),
+                    c.saved()
+                ))?;
+            }
+        }
     }
     if let Some(c) = checksum {
         print_out(&format!("{}\n", c.line()))?;
@@ -262,6 +398,7 @@ fn dispatch() -> Result<(), Failure> {
     };
     match cli.command {
         Some(Command::Run(args)) => run(args),
+        Some(Command::Resume(args)) => resume(args),
         Some(Command::Scenes(args)) => scenes(args),
         None => Err(Failure(
             "no command given; use `timewarp run [SCENE]` or `timewarp scenes` (see --help)".into(),

@@ -20,8 +20,11 @@
 //! - [`sync`]: the seam between the engine and its guard: STM transactions or ordered locks.
 //! - [`warp`]: object-centric timewarp (seed 000): the TVHT, the GVT buffer, entities with
 //!   step/resolve/rollback, the work-stealing scheduler and the sequential reference.
+//! - [`checkpoint`]: a run's state at a committed frame saved to a file (atomically, versioned,
+//!   hashed) and resumed bit for bit.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
 
+pub mod checkpoint;
 pub mod dynamics;
 pub mod frame;
 pub mod geometry;

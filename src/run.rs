@@ -13,6 +13,7 @@ use std::fmt;
 use std::io;
 use std::time::Instant;
 
+use crate::checkpoint::{Checkpointer, EngineState};
 use crate::dynamics::BodyState;
 use crate::frame::{FrameConfig, FrameEngine};
 use crate::output::{FrameSink, Progress, RunSummary};
@@ -144,26 +145,98 @@ pub fn run_scene(
     options: &RunOptions,
     sink: &mut dyn FrameSink,
 ) -> Result<RunSummary, RunError> {
+    run_scene_with(scene, options, None, sink, None)
+}
+
+/// A committed frame a run goes on from, and the engine's state there (from a checkpoint).
+#[derive(Clone, Copy, Debug)]
+pub struct Resume<'a> {
+    pub frame: u64,
+    pub state: &'a EngineState,
+}
+
+/// [`run_scene`], optionally going on from `resume` (then only the frames after it reach
+/// `sink`) and writing checkpoints through `checkpoints`: periodic ones as it asks, and one at
+/// the last frame once `sink` has finished. `options.seconds` is the total simulated time.
+pub fn run_scene_with(
+    scene: &Scene,
+    options: &RunOptions,
+    resume: Option<Resume<'_>>,
+    sink: &mut dyn FrameSink,
+    checkpoints: Option<&mut Checkpointer>,
+) -> Result<RunSummary, RunError> {
     let frames = check_options(scene, options)?;
-    if options.engine == EngineKind::Warp {
-        return run_warp_scene(scene, options, frames, sink);
+    if let Some(r) = resume {
+        if r.state.engine() != options.engine {
+            return Err(RunError::Invalid(format!(
+                "the saved state is the {} engine's, not the {} engine's",
+                r.state.engine().name(),
+                options.engine.name()
+            )));
+        }
+        if frames < r.frame {
+            let dt = f64::from(scene.world.frame_ticks) / f64::from(scene.world.ticks_per_second);
+            return Err(RunError::Invalid(format!(
+                "the run is already at frame {} ({} s); resume to at least that time, not {} s ({frames} frames)",
+                r.frame,
+                r.frame as f64 * dt,
+                options.seconds.unwrap_or(scene.world.seconds)
+            )));
+        }
     }
-    let progress = Progress::new(frames, options.progress);
+    if options.engine == EngineKind::Warp {
+        return run_warp_scene(scene, options, frames, resume, sink, checkpoints);
+    }
+    let first = resume.map_or(0, |r| r.frame);
+    let progress = Progress::new(frames - first, options.progress);
     let start = Instant::now();
-    let config = FrameConfig {
-        threads: options.threads,
-        ..FrameConfig::default()
+    let mut engine = match resume {
+        None => {
+            let config = FrameConfig {
+                threads: options.threads,
+                ..FrameConfig::default()
+            };
+            FrameEngine::try_new(scene, config).map_err(RunError::Engine)?
+        }
+        Some(Resume {
+            state: EngineState::Frame(snap),
+            ..
+        }) => FrameEngine::from_snapshot(scene, options.threads, snap).map_err(RunError::Engine)?,
+        Some(_) => unreachable!("the engine kind was checked above"),
     };
-    let mut engine = FrameEngine::try_new(scene, config).map_err(RunError::Engine)?;
-    sink.frame(engine.frame(), engine.time(), engine.states())
-        .map_err(RunError::Output)?;
-    for done in 1..=frames {
-        engine.step();
+    let mut ck = checkpoints;
+    if resume.is_none() {
         sink.frame(engine.frame(), engine.time(), engine.states())
             .map_err(RunError::Output)?;
-        progress.set(done);
+        if let Some(c) = ck.as_deref_mut() {
+            c.observe(engine.frame(), engine.time(), engine.states())
+                .map_err(RunError::Output)?;
+        }
+    }
+    for done in first + 1..=frames {
+        engine.step();
+        if let Some(fault) = engine.fault() {
+            return Err(RunError::Engine(format!(
+                "the simulation broke down: {fault}"
+            )));
+        }
+        sink.frame(engine.frame(), engine.time(), engine.states())
+            .map_err(RunError::Output)?;
+        if let Some(c) = ck.as_deref_mut() {
+            c.observe(engine.frame(), engine.time(), engine.states())
+                .map_err(RunError::Output)?;
+            if c.due(done) && done < frames {
+                c.save(done, &EngineState::Frame(Box::new(engine.snapshot())))
+                    .map_err(checkpoint_error)?;
+            }
+        }
+        progress.set(done - first);
     }
     sink.finish().map_err(RunError::Output)?;
+    if let Some(c) = ck {
+        c.save(frames, &EngineState::Frame(Box::new(engine.snapshot())))
+            .map_err(checkpoint_error)?;
+    }
     let wall_seconds = start.elapsed().as_secs_f64();
     progress.finish();
 
@@ -174,8 +247,9 @@ pub fn run_scene(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: scene.bodies.iter().filter(|b| !b.is_static).count(),
-        frames,
-        simulated_seconds: engine.time(),
+        frames: frames - first,
+        simulated_seconds: (frames - first) as f64 * engine.dt(),
+        resumed_from: resume.map(|r| r.frame),
         wall_seconds,
         events: Some(0),
         rollbacks: Some(0),
@@ -190,16 +264,27 @@ pub fn run_scene(
     })
 }
 
+fn checkpoint_io(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot write checkpoint {e}"))
+}
+
+fn checkpoint_error(e: io::Error) -> RunError {
+    RunError::Output(checkpoint_io(e))
+}
+
 /// The warp engine's run: committed frames (dynamic bodies) are merged with the static bodies'
 /// constant states into scene order for the sink.
 fn run_warp_scene(
     scene: &Scene,
     options: &RunOptions,
     frames: u64,
+    resume: Option<Resume<'_>>,
     sink: &mut dyn FrameSink,
+    mut ck: Option<&mut Checkpointer>,
 ) -> Result<RunSummary, RunError> {
     let backend = warp_backend(options.backend)?;
-    let progress = Progress::new(frames, options.progress);
+    let first = resume.map_or(0, |r| r.frame);
+    let progress = Progress::new(frames - first, options.progress);
     let start = Instant::now();
     let w = &scene.world;
     let frame_ticks = u64::from(w.frame_ticks);
@@ -209,32 +294,74 @@ fn run_warp_scene(
         .into_iter()
         .map(|i| i as usize)
         .collect();
+    let start_states = match resume {
+        None => None,
+        Some(Resume {
+            state: EngineState::Warp(states),
+            ..
+        }) => Some(states.as_slice()),
+        Some(_) => unreachable!("the engine kind was checked above"),
+    };
     let config = crate::warp::WarpConfig {
         threads: options.threads,
         backend,
         window: None,
         chaos: None,
     };
+    // The last committed frame's states, for the final checkpoint.
+    let mut last: Vec<BodyState> = start_states.map(<[BodyState]>::to_vec).unwrap_or_default();
     let mut sink_error = None;
-    let result = crate::warp::run_warp(scene, config, frames * frame_ticks, &mut |tick, states| {
+    let mut out = |tick: u64, states: &[BodyState]| -> Result<(), String> {
+        let frame = tick / frame_ticks;
+        if resume.is_some() && frame == first {
+            return Ok(()); // the checkpoint's own frame: already committed and hashed
+        }
         for (&i, s) in dynamic.iter().zip(states) {
             all[i] = *s;
         }
-        let frame = tick / frame_ticks;
-        sink.frame(frame, frame as f64 * dt, &all).map_err(|e| {
+        let mut fail = |e: io::Error| {
             let m = e.to_string();
             sink_error = Some(e);
             m
-        })?;
-        progress.set(frame);
+        };
+        sink.frame(frame, frame as f64 * dt, &all)
+            .map_err(&mut fail)?;
+        if let Some(c) = ck.as_deref_mut() {
+            c.observe(frame, frame as f64 * dt, &all)
+                .map_err(&mut fail)?;
+            if c.due(frame) && frame < frames {
+                c.save(frame, &EngineState::Warp(states.to_vec()))
+                    .map_err(|e| fail(checkpoint_io(e)))?;
+            }
+            if frame == frames {
+                last = states.to_vec();
+            }
+        }
+        progress.set(frame - first);
         Ok(())
-    });
+    };
+    let result = if frames == first {
+        Ok(crate::warp::WarpStats::default()) // nothing left to simulate
+    } else {
+        crate::warp::run_warp_from(
+            scene,
+            config,
+            first * frame_ticks,
+            start_states,
+            frames * frame_ticks,
+            &mut out,
+        )
+    };
     let stats = match (result, sink_error) {
         (Err(_), Some(e)) => return Err(RunError::Output(e)),
         (Err(e), None) => return Err(RunError::Engine(e)),
         (Ok(s), _) => s,
     };
     sink.finish().map_err(RunError::Output)?;
+    if let Some(c) = ck {
+        c.save(frames, &EngineState::Warp(last))
+            .map_err(checkpoint_error)?;
+    }
     let wall_seconds = start.elapsed().as_secs_f64();
     progress.finish();
     Ok(RunSummary {
@@ -243,8 +370,9 @@ fn run_warp_scene(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: dynamic.len(),
-        frames,
-        simulated_seconds: frames as f64 * dt,
+        frames: frames - first,
+        simulated_seconds: (frames - first) as f64 * dt,
+        resumed_from: resume.map(|r| r.frame),
         wall_seconds,
         events: Some(stats.events),
         rollbacks: Some(stats.rollbacks),

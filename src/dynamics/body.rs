@@ -12,7 +12,7 @@ use crate::scene::{BodyDesc, Shape};
 use glam::{Mat3, Quat, Vec3};
 
 /// The kinematic state of one body at one instant: what a tick stores and a frame commits.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BodyState {
     pub position: Vec3,
     /// Unit quaternion, body to world.

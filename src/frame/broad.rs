@@ -18,22 +18,27 @@
 use crate::geometry::Aabb;
 
 /// A body's box in a sorted set.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Entry {
     aabb: Aabb,
     id: u32,
 }
 
 /// The broad phase's sorted sets, kept between steps.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct BroadPhase {
     moving: Vec<Entry>,
     resting: Vec<Entry>,
     /// Whether a body is in `moving`.
     present: Vec<bool>,
+    // Scratch of one call, no state between steps (nor in a checkpoint).
+    #[serde(skip)]
     added: Vec<Entry>,
+    #[serde(skip)]
     merged: Vec<Entry>,
+    #[serde(skip)]
     slabbed: Vec<(u32, Entry)>,
+    #[serde(skip)]
     slab_entries: Vec<Entry>,
 }
 
@@ -122,6 +127,16 @@ fn sort(v: &mut [Entry]) {
 impl BroadPhase {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether every body the sets name is below `n` (a restored state fits its scene).
+    pub fn fits(&self, n: usize) -> bool {
+        self.present.len() <= n
+            && self
+                .moving
+                .iter()
+                .chain(&self.resting)
+                .all(|e| (e.id as usize) < n)
     }
 
     /// Replaces the resting set with `ids` (their boxes in `aabbs`).

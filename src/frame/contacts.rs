@@ -13,7 +13,7 @@ use crate::scene::{mix_friction, mix_restitution};
 use rayon::prelude::*;
 
 /// A contact pair, kept sorted by `key = a << 32 | b` (`a < b`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Contact {
     pub(super) key: u64,
     pub(super) manifold: Manifold,

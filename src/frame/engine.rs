@@ -46,7 +46,7 @@ impl Default for FrameConfig {
 }
 
 /// Counters of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EngineStats {
     /// Frames stepped.
     pub frames: u64,
@@ -122,6 +122,8 @@ pub struct FrameEngine {
     pub(super) stats: EngineStats,
     /// Islands are packed into solver tasks of up to this many bodies.
     pub(super) batch_bodies: u32,
+    /// Why the simulation cannot go on (a non-finite state), once that happened.
+    pub(super) fault: Option<String>,
 }
 
 impl FrameEngine {
@@ -272,6 +274,7 @@ impl FrameEngine {
             frame: 0,
             stats: EngineStats::default(),
             batch_bodies: BATCH_BODIES,
+            fault: None,
         })
     }
 
@@ -306,6 +309,12 @@ impl FrameEngine {
 
     pub fn stats(&self) -> EngineStats {
         self.stats
+    }
+
+    /// Why the simulation went wrong (a body's state became non-finite), if it did: the states
+    /// are then meaningless and the run should stop with this message.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
     }
 
     /// Checks the engine's invariants: contacts sorted by distinct keys `a < b` with valid
@@ -571,10 +580,18 @@ impl FrameEngine {
             self.linear[i] = st.velocity;
             self.angular[i] = st.angular_velocity;
         }
-        let slept = self
+        let slept = match self
             .graph
             .update_sleep(self.params.dt, &self.linear, &self.angular)
-            .unwrap_or_else(|e| panic!("island graph refused the sleep update: {e}"));
+        {
+            Ok(slept) => slept,
+            Err(e) => {
+                // Only a non-finite velocity is refused: report it instead of going on with it.
+                self.fault
+                    .get_or_insert(format!("frame {}: {e}", self.frame + 1));
+                return;
+            }
+        };
         for island in &slept {
             let Ok(bodies) = self.graph.bodies(*island) else {
                 continue;

@@ -39,6 +39,8 @@ mod broad;
 mod contacts;
 mod engine;
 mod layout;
+mod snapshot;
 
 pub use broad::BroadPhase;
 pub use engine::*;
+pub use snapshot::FrameSnapshot;

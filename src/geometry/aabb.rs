@@ -10,7 +10,7 @@ use crate::scene::Shape;
 use glam::{Mat3, Quat, Vec3};
 
 /// An axis-aligned box `min ..= max` (component-wise).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Aabb {
     pub min: Vec3,
     pub max: Vec3,

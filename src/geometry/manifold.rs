@@ -32,7 +32,7 @@ impl Pose {
 }
 
 /// One contact point.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ManifoldPoint {
     /// World position, midway between the two surfaces.
     pub position: Vec3,
@@ -48,7 +48,7 @@ pub struct ManifoldPoint {
 }
 
 /// The contact between two shapes: a normal from A to B and up to four points.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Manifold {
     /// Unit normal pointing from body A to body B (meaningless when `count == 0`).
     pub normal: Vec3,

@@ -13,7 +13,7 @@
 /// A set of `usize` indices. Setting an index beyond the current length grows the set; reading
 /// one beyond it reads `false`. Two sets are equal when they hold the same indices, whatever
 /// their allocated lengths.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct BitSet {
     words: Vec<u64>,
 }

@@ -82,7 +82,7 @@ impl IslandId {
 
 /// One island slot. A slot is live when `body_count > 0`; a dead slot has every field at its
 /// `EMPTY` value.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Island {
     pub head_body: u32,
     pub tail_body: u32,
@@ -113,7 +113,7 @@ impl Island {
 
 /// The persistent island graph of seed 002. See the module documentation for the layout and the
 /// invariants, and [`IslandGraph::validate`] for the full list checked.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IslandGraph {
     pub(super) is_static: Vec<bool>,
     pub(super) body_island: Vec<u32>,
@@ -134,8 +134,10 @@ pub struct IslandGraph {
     pub(super) awake: BitSet,
     pub(super) split_flags: BitSet,
     pub(super) config: SleepConfig,
-    /// Reused buffers of the sleep update; no part of the graph's state.
+    /// Reused buffers of the sleep update; no part of the graph's state (nor of a checkpoint).
+    #[serde(skip)]
     pub(super) scratch_time: Scratch<f32>,
+    #[serde(skip)]
     pub(super) scratch_runs: Scratch<(u32, f32)>,
 }
 

@@ -21,7 +21,7 @@ use super::error::IslandError;
 use super::graph::{IslandGraph, IslandId, NONE};
 
 /// When bodies count as resting and how long before their island sleeps.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SleepConfig {
     /// Linear speed (m/s) at or below which a body is resting. Box2D: 0.05 m/s.
     pub linear_threshold: f32,

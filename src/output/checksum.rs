@@ -49,6 +49,17 @@ impl Checksum {
         }
     }
 
+    /// A checksum that goes on from `hash` after `frames` frames (a resumed run's, from the
+    /// values a checkpoint saved): feeding it the remaining frames gives the hash of the whole
+    /// run.
+    pub fn resume(scene: &Scene, hash: u64, frames: u64) -> Self {
+        Checksum {
+            hash,
+            frames,
+            dynamic: dynamic_bodies(scene),
+        }
+    }
+
     /// The hash of the frames seen so far.
     pub fn value(&self) -> u64 {
         self.hash

@@ -17,8 +17,11 @@ pub struct RunSummary {
     pub threads: usize,
     pub bodies: usize,
     pub dynamic_bodies: usize,
-    /// Frames stepped (frame 0, the initial state, is not a step).
+    /// Frames stepped (frame 0, the initial state, is not a step; a resumed run counts the
+    /// frames after its checkpoint).
     pub frames: u64,
+    /// The checkpoint's frame, when the run was resumed from one.
+    pub resumed_from: Option<u64>,
     pub simulated_seconds: f64,
     pub wall_seconds: f64,
     pub events: Option<u64>,
@@ -60,9 +63,13 @@ impl fmt::Display for Opt {
 
 impl fmt::Display for RunSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let resumed = match self.resumed_from {
+            Some(k) => format!(" (resumed at frame {k})"),
+            None => String::new(),
+        };
         writeln!(
             f,
-            "run: {}, {} bodies ({} dynamic), {} engine, {} thread{}",
+            "run: {}{resumed}, {} bodies ({} dynamic), {} engine, {} thread{}",
             self.scene,
             self.bodies,
             self.dynamic_bodies,

@@ -31,6 +31,7 @@ pub use load::{from_toml_str, load, parse_toml, to_toml};
 pub use model::*;
 pub use rng::SplitMix64;
 pub use spec::{
-    BodySpec, DEFAULT_DENSITY, DEFAULT_FRICTION, DEFAULT_RESTITUTION, GridSpec, Item, MAX_BODIES,
+    BodySpec, DEFAULT_DENSITY, DEFAULT_FRICTION, DEFAULT_RESTITUTION, GridSpec, Item,
+    MAX_ANGULAR_SPEED, MAX_BODIES, MAX_COORDINATE, MAX_GRAVITY, MAX_SIZE, MAX_SPEED,
     QUAT_TOLERANCE, SceneBuilder, WorldSpec, shape_volume,
 };

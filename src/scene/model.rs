@@ -6,7 +6,7 @@
 use glam::{Quat, Vec3};
 
 /// Global settings of a scene (`[world]` in the TOML file).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct World {
     /// Gravity in m/s².
     pub gravity: Vec3,
@@ -33,7 +33,7 @@ impl Default for World {
 }
 
 /// A body's shape in its local frame.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Shape {
     Sphere {
         radius: f32,
@@ -57,7 +57,7 @@ pub enum Shape {
 }
 
 /// One body of a scene, in scene order. Body ids are indices into [`Scene::bodies`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BodyDesc {
     pub shape: Shape,
     pub position: Vec3,
@@ -74,7 +74,7 @@ pub struct BodyDesc {
 }
 
 /// A validated scene: world settings and bodies in scene order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Scene {
     pub world: World,
     pub bodies: Vec<BodyDesc>,

@@ -35,6 +35,12 @@
 //! - **World.** `ticks_per_second`, `frame_ticks` and `window` are whole numbers of at least 1,
 //!   `frame_ticks` divides `ticks_per_second` (a whole number of frames per second), `seconds`
 //!   is finite and positive, gravity finite.
+//! - **Limits.** Positions (and plane offsets) within [`MAX_COORDINATE`] per axis, speeds up
+//!   to [`MAX_SPEED`] and [`MAX_ANGULAR_SPEED`], sizes up to [`MAX_SIZE`], gravity up to
+//!   [`MAX_GRAVITY`] per axis, and a dynamic body's inverse mass and inverse inertia positive and
+//!   finite (a subnormal mass or a tiny shape would make them infinite). Inside these ranges the
+//!   engines' squares and products stay finite in f32; outside, the scene is refused with the
+//!   limit named rather than run into an overflow and NaN.
 //! - A scene needs at least one dynamic body and at most [`MAX_BODIES`] bodies.
 
 use glam::{Quat, Vec3};
@@ -379,6 +385,7 @@ impl SceneBuilder {
                     };
                     let body = check_fields(spec)
                         .and_then(|()| resolve_body(spec, &self.defaults))
+                        .and_then(|b| check_limits(&b).map(|()| b))
                         .map_err(|m| SceneError::invalid(at, m))?;
                     bodies.push(body);
                 }
@@ -387,7 +394,13 @@ impl SceneBuilder {
                         index: grid_index,
                         line,
                     };
+                    let first = bodies.len();
                     expand_grid(grid, &self.defaults, &mut bodies)
+                        .and_then(|()| {
+                            bodies[first..].iter().enumerate().try_for_each(|(k, b)| {
+                                check_limits(b).map_err(|m| format!("its body {k}: {m}"))
+                            })
+                        })
                         .map_err(|m| SceneError::invalid(at, m))?;
                     grid_index += 1;
                 }
@@ -401,6 +414,81 @@ impl SceneBuilder {
         }
         Ok(Scene { world, bodies })
     }
+}
+
+/// The largest coordinate (m) of a body's position or a plane's offset: f32 positions are
+/// 8 m apart there, and the warp engine's hash grid ends not far beyond.
+pub const MAX_COORDINATE: f32 = 1e8;
+/// The largest speed (m/s) a body may start with.
+pub const MAX_SPEED: f32 = 1e6;
+/// The largest angular speed (rad/s) a body may start with.
+pub const MAX_ANGULAR_SPEED: f32 = 1e6;
+/// The largest size (m) of a shape: radius, half extent or half height.
+pub const MAX_SIZE: f32 = 1e6;
+/// The largest gravity (m/s², per component).
+pub const MAX_GRAVITY: f32 = 1e6;
+
+/// The ranges the engines are built for, checked on a resolved body: every product and square
+/// the engines form of these numbers stays finite in f32, so a valid scene cannot turn into
+/// NaN. Beyond them a scene is refused with the limit named, not run into overflow.
+fn check_limits(b: &BodyDesc) -> Result<(), String> {
+    let far = |v: Vec3| v.abs().max_element() > MAX_COORDINATE;
+    match b.shape {
+        Shape::Plane { offset, .. } if offset.abs() > MAX_COORDINATE => {
+            return Err(format!(
+                "offset {offset} is too far from the origin (at most {MAX_COORDINATE:e} m)"
+            ));
+        }
+        Shape::Plane { .. } => {}
+        _ if far(b.position) => {
+            return Err(format!(
+                "position {:?} is too far from the origin (at most {MAX_COORDINATE:e} m per axis)",
+                b.position.to_array()
+            ));
+        }
+        _ => {}
+    }
+    let sizes: &[f32] = match &b.shape {
+        Shape::Sphere { radius } => &[*radius],
+        Shape::Cuboid { half_extents } => &half_extents.to_array(),
+        Shape::Cylinder {
+            radius,
+            half_height,
+        } => &[*radius, *half_height],
+        Shape::Plane { .. } => &[],
+    };
+    if let Some(s) = sizes.iter().find(|&&s| s > MAX_SIZE) {
+        return Err(format!(
+            "size {s} m is too large (radius, half extents and half height at most {MAX_SIZE:e} m)"
+        ));
+    }
+    let speed = b.velocity.length();
+    if speed > MAX_SPEED {
+        return Err(format!(
+            "velocity {:?} is too fast ({speed:e} m/s, at most {MAX_SPEED:e})",
+            b.velocity.to_array()
+        ));
+    }
+    let spin = b.angular_velocity.length();
+    if spin > MAX_ANGULAR_SPEED {
+        return Err(format!(
+            "angular_velocity {:?} is too fast ({spin:e} rad/s, at most {MAX_ANGULAR_SPEED:e})",
+            b.angular_velocity.to_array()
+        ));
+    }
+    if !b.is_static {
+        let m = crate::dynamics::MassProps::for_body(b);
+        let fine = |x: f32| x.is_finite() && x > 0.0;
+        if !(fine(m.inv_mass) && m.inv_inertia_local.to_array().into_iter().all(fine)) {
+            return Err(format!(
+                "mass {} kg and this shape give an inverse mass {} and inverse inertia {} that are not positive and finite (too light or too small)",
+                b.mass,
+                m.inv_mass,
+                fmt_vec(&m.inv_inertia_local.to_array())
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[x, y, z]` with each component in shortest form, for messages.
@@ -534,6 +622,11 @@ fn resolve_world(w: &WorldSpec) -> Result<World, String> {
     let gravity = match w.gravity {
         Some(g) => {
             finite_vec("gravity", &g)?;
+            if g.iter().any(|x| x.abs() > MAX_GRAVITY) {
+                return Err(format!(
+                    "gravity {g:?} is too strong (at most {MAX_GRAVITY:e} m/s² per axis)"
+                ));
+            }
             Vec3::from_array(g)
         }
         None => d.gravity,

@@ -331,7 +331,31 @@ pub fn run_warp(
     end_tick: Tick,
     out: &mut FrameOut<'_>,
 ) -> Result<WarpStats, String> {
+    run_warp_from(scene, config, 0, None, end_tick, out)
+}
+
+/// [`run_warp`] starting at `start_tick` (a frame tick) from `start` (the committed states of
+/// the dynamic bodies there; `None`: the scene's initial states, at tick 0 only): the first
+/// frame handed to `out` is `start_tick`'s. A checkpoint resumes this way: by the per-tick
+/// rules a committed state depends only on the states at the tick before, so the frames equal
+/// those of one run from tick 0.
+pub fn run_warp_from(
+    scene: &Scene,
+    config: WarpConfig,
+    start_tick: Tick,
+    start: Option<&[BodyState]>,
+    end_tick: Tick,
+    out: &mut FrameOut<'_>,
+) -> Result<WarpStats, String> {
     let rules = Rules::new(scene)?;
+    let start = start.unwrap_or(&rules.initial);
+    if start.len() != rules.bodies() || start_tick > end_tick {
+        return Err(format!(
+            "cannot start {} bodies from {} states at tick {start_tick} (end {end_tick})",
+            rules.bodies(),
+            start.len()
+        ));
+    }
     let threads = config.threads.max(1);
     let window = config
         .window
@@ -344,8 +368,11 @@ pub fn run_warp(
         TvhtConfig::for_scene(n, rules.largest_side, window),
     )
     .map_err(|e| e.to_string())?;
-    let gvt = GvtBuffer::new(config.backend, GvtConfig::new(n, frame_ticks, window))
-        .map_err(|e| e.to_string())?;
+    let gvt_config = GvtConfig {
+        start_tick,
+        ..GvtConfig::new(n, frame_ticks, window)
+    };
+    let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
@@ -357,7 +384,7 @@ pub fn run_warp(
             end: end_tick,
         },
         entities: (0..n)
-            .map(|i| Mutex::new(Entity::new(i as BodyId, rules.initial[i])))
+            .map(|i| Mutex::new(Entity::starting_at(i as BodyId, start[i], start_tick)))
             .collect(),
         mailboxes: (0..n).map(|_| SegQueue::new()).collect(),
         scheduled: (0..n).map(|_| AtomicBool::new(true)).collect(),
@@ -366,7 +393,7 @@ pub fn run_warp(
         parked: Mutex::new(Vec::new()),
         stop: AtomicBool::new(false),
         error: Mutex::new(None),
-        gvt_seen: AtomicU64::new(0),
+        gvt_seen: AtomicU64::new(start_tick),
         sleepers: AtomicUsize::new(0),
         asleep: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
@@ -376,7 +403,7 @@ pub fn run_warp(
     }
     let buckets = tvht_buckets(n, rules.largest_side, window);
     let prune_per_tick = buckets.div_ceil(window as usize).max(1);
-    let mut pruned_to: Tick = 0;
+    let mut pruned_to: Tick = start_tick;
     let mut out_error = None;
     std::thread::scope(|s| {
         let mut handles = Vec::new();

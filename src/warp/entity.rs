@@ -106,17 +106,22 @@ pub struct Entity {
 impl Entity {
     /// Body `id` at its initial state at tick 0 (written at its first turn).
     pub fn new(id: BodyId, initial: BodyState) -> Entity {
+        Entity::starting_at(id, initial, 0)
+    }
+
+    /// Body `id` at committed state `state` at tick `tick` (a resumed run; the GVT starts there).
+    pub fn starting_at(id: BodyId, state: BodyState, tick: Tick) -> Entity {
         Entity {
             id,
             started: false,
-            base: 0,
-            states: VecDeque::from([initial]),
+            base: tick,
+            states: VecDeque::from([state]),
             tags: VecDeque::from([0]),
             aabbs: VecDeque::new(),
             next_tag: 0,
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
-            recorded: 0,
+            recorded: tick,
             reach: u64::MAX,
             stats: EntityStats::default(),
         }
@@ -155,7 +160,7 @@ impl Entity {
                     self.id,
                     self.next_tag,
                     &[Step {
-                        tick: 0,
+                        tick: self.base,
                         bodies: &bodies,
                     }],
                 )

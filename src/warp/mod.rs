@@ -36,6 +36,6 @@ pub type EntityId = u32;
 /// A dynamic body, numbered in scene order among the dynamic bodies.
 pub type BodyId = u32;
 
-pub use engine::{WarpConfig, WarpStats, run_warp};
+pub use engine::{WarpConfig, WarpStats, run_warp, run_warp_from};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};
