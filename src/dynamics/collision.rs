@@ -123,7 +123,7 @@ pub fn resolve(
     // taken instead. Swapping A and B negates `P`, `u` and `u'` exactly, so the decision is the
     // same bits from both sides.
     let gain = p.dot(vrel + (vrel + k * p));
-    if !(gain <= 1e-3 * p.dot(vrel).abs()) {
+    if gain.is_nan() || gain > 1e-3 * p.dot(vrel).abs() {
         let k0 = normal.dot(k * normal);
         if !(k0 > 0.0 && k0.is_finite()) {
             return none;
