@@ -26,7 +26,9 @@
 //!   two and then ignores the defaults' pair. Static bodies get mass 0 and may not give either.
 //! - **Values.** Every number finite (after conversion to f32); radius, half extents,
 //!   half height, mass and density positive; restitution in [0, 1]; friction non-negative;
-//!   rotations unit quaternions within [`QUAT_TOLERANCE`], then normalised.
+//!   rotations unit quaternions within [`QUAT_TOLERANCE`], then normalised. Numbers computed
+//!   from finite ones must be finite too: a grid body's position (origin + spacing x index +
+//!   jitter) and a plane's offset over its normal's length can overflow f32 and are errors then.
 //! - **Shapes.** `sphere` needs `radius`; `box` needs `half_extents`; `cylinder` needs `radius`
 //!   and `half_height` (along its local y axis); `plane` needs `normal` (non-zero; normalised,
 //!   with `offset` divided by its length so the surface stays where it was written), takes
@@ -744,10 +746,20 @@ fn resolve_body(s: &BodySpec, d: &BodySpec) -> Result<BodyDesc, String> {
                     .or(d.normal)
                     .ok_or_else(|| format!("{a_shape} needs normal"))?,
             );
-            let len = n.length();
+            // In f64, so that no f32 normal overflows its length (|[3e38, 3e38, 0]| is
+            // beyond f32) and the unit normal keeps its direction.
+            let len = n.as_dvec3().length();
+            let offset = s.offset.or(d.offset).unwrap_or(0.0);
+            let unit_offset = (f64::from(offset) / len) as f32;
+            if !unit_offset.is_finite() {
+                return Err(format!(
+                    "offset / |normal| = {offset} / {} is not finite (scale the normal up)",
+                    len as f32
+                ));
+            }
             Shape::Plane {
-                normal: n / len,
-                offset: s.offset.or(d.offset).unwrap_or(0.0) / len,
+                normal: (n.as_dvec3() / len).as_vec3(),
+                offset: unit_offset,
             }
         }
     };
@@ -873,6 +885,13 @@ fn expand_grid(
                     let y = rng.next_signed();
                     let z = rng.next_signed();
                     p += Vec3::new(x, y, z) * jitter;
+                }
+                if !p.is_finite() {
+                    return Err(format!(
+                        "the position of body [{i}, {j}, {k}] (origin + spacing x index + \
+                         jitter) is not finite: {}",
+                        fmt_vec(&p.to_array())
+                    ));
                 }
                 out.push(BodyDesc {
                     position: p,
@@ -1132,6 +1151,72 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("limit")
+        );
+    }
+
+    /// Found by `tests/fuzz_scene.rs`: finite origin, spacing and jitter can still place a
+    /// body at infinity (f32 overflow), a finite offset over a tiny normal's length can be
+    /// infinite, and a huge normal's f32 length is infinite (the plane got a zero normal); all
+    /// three loaded as valid scenes.
+    #[test]
+    fn overflowing_positions_and_plane_offsets_are_errors() {
+        let g = GridSpec::new(
+            BodySpec::sphere(0.5),
+            [3, 1, 1],
+            Vec3::new(3.0e38, 0.0, 0.0),
+            Vec3::new(1.0e38, 0.0, 0.0),
+        );
+        let e = SceneBuilder::new().grid(g).build().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "grid 0: the position of body [1, 0, 0] (origin + spacing x index + jitter) is \
+             not finite: [inf, 0, 0]"
+        );
+        let g = GridSpec::new(
+            BodySpec::sphere(0.5),
+            [1, 1, 1],
+            Vec3::ONE,
+            Vec3::splat(3e38),
+        )
+        .jitter(3e38, 1);
+        let e = SceneBuilder::new().grid(g).build().unwrap_err().to_string();
+        assert!(e.contains("is not finite"), "{e}");
+        let e = SceneBuilder::new()
+            .sphere(1.0, Vec3::ZERO)
+            .plane(Vec3::new(0.0, 1e-5, 0.0), 1e38)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "body 1: offset / |normal| = 100000000000000000000000000000000000000 / 0.00001 is \
+             not finite (scale the normal up)"
+        );
+        // A normal too long for f32 to take its length still gives its direction.
+        let s = SceneBuilder::new()
+            .sphere(1.0, Vec3::ZERO)
+            .plane(Vec3::new(3.4e38, 2.0, 0.0), -1.0)
+            .build()
+            .unwrap();
+        assert_eq!(
+            s.bodies[1].shape,
+            Shape::Plane {
+                normal: Vec3::new(1.0, 2.0 / 3.4e38, 0.0),
+                offset: -1.0 / 3.4e38
+            }
+        );
+        // The same plane with a modest offset is fine, and stays where it was written.
+        let s = SceneBuilder::new()
+            .sphere(1.0, Vec3::ZERO)
+            .plane(Vec3::new(0.0, 1e-5, 0.0), 1e-5)
+            .build()
+            .unwrap();
+        assert_eq!(
+            s.bodies[1].shape,
+            Shape::Plane {
+                normal: Vec3::Y,
+                offset: 1.0
+            }
         );
     }
 }
