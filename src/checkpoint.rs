@@ -58,7 +58,6 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -307,34 +306,12 @@ impl Checkpoint {
     }
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn temp_beside(path: &Path) -> io::Result<(PathBuf, PathBuf)> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: not a file name", path.display()),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(
-        ".{}.{}-{n}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    Ok((dir, temp))
-}
-
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then
 /// renamed onto `path`, then the directory synced. On error the temporary is removed and
 /// `path` is untouched. Errors name `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let context = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let (dir, temp) = temp_beside(path).map_err(context)?;
+    let (dir, temp) = crate::output::temp_beside(path).map_err(context)?;
     let written = (|| {
         let mut f = OpenOptions::new()
             .write(true)
@@ -367,7 +344,7 @@ pub fn probe(path: &Path) -> io::Result<()> {
             "is a directory",
         )));
     }
-    let (_, temp) = temp_beside(path).map_err(context)?;
+    let (_, temp) = crate::output::temp_beside(path).map_err(context)?;
     OpenOptions::new()
         .write(true)
         .create_new(true)

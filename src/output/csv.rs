@@ -16,7 +16,6 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::sink::{FrameSink, dynamic_bodies, frame_state};
 use crate::dynamics::BodyState;
@@ -24,8 +23,6 @@ use crate::scene::Scene;
 
 /// The first line of every CSV file.
 pub const CSV_HEADER: &str = "frame,time,body,x,y,z,qx,qy,qz,qw,vx,vy,vz,wx,wy,wz";
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Streams committed frames to a CSV file, atomically published by [`FrameSink::finish`].
 pub struct CsvSink {
@@ -44,22 +41,7 @@ impl CsvSink {
     /// Opens the temporary file beside `path` and writes the header. The target itself is not
     /// touched until [`FrameSink::finish`].
     pub fn create(path: &Path, scene: &Scene) -> io::Result<Self> {
-        let name = path.file_name().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{}: not a file name", path.display()),
-            )
-        })?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let temp = dir.join(format!(
-            ".{}.{}-{n}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let (_, temp) = super::temp_beside(path).map_err(|e| context(path, e))?;
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -24,3 +24,30 @@ pub use csv::{CSV_HEADER, CsvSink};
 pub use progress::Progress;
 pub use sink::{FrameSink, Tee, dynamic_bodies};
 pub use summary::RunSummary;
+
+static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The directory of `path` and a fresh temporary file name in it (`.NAME.PID-N.tmp`): outputs
+/// are written there and renamed onto `path` when complete, so that a reader never sees a
+/// partial file (the CSV sink, checkpoints).
+pub(crate) fn temp_beside(
+    path: &std::path::Path,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a file name", path.display()),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let n = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = dir.join(format!(
+        ".{}.{}-{n}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    Ok((dir, temp))
+}
