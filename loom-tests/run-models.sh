@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every loom model against the real code — the STM's, and the engine's (sync seam, TVHT,
-# GVT buffer: tests/engine_*.rs) — then every negative control (the same model against a
+# GVT buffer, the warp entities' rollback protocol: tests/engine_*.rs) — then every negative control (the same model against a
 # deliberately broken STM or engine), and checks that each control fails with its model's own
 # assertion message (or loom's deadlock report). Exits non-zero if a model fails or a control
 # passes (or fails for another reason). Each cfg combination builds in its own target dir:
@@ -78,6 +78,9 @@ engine_controls=(
     "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT CONTACT REPORTED 0 TIMES"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
+    "record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
+    "record_before_ack|engine_rollback|rollback_two_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
+    "record_before_ack|engine_rollback|rollback_three_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
 )
 broken_env=(env CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-engine"
     RUSTFLAGS="--cfg loom --cfg timewarp_broken")

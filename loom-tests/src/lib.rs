@@ -6,7 +6,7 @@
 //! yields under `--cfg loom`; the `engine_*` models (feature `engine`, on by default) run the
 //! real `timewarp` crate's sync seam, TVHT and GVT buffer, whose `primitive` module switches
 //! the same way, under both backends (Koenig et al., seed 000, Sections 3 and 4, Algorithm 1
-//! and Lemma 1). Loom explores the interleavings of the model's threads (bounded
+//! and Lemma 1), and its warp entities' step/resolve/rollback protocol on them (Section 5). Loom explores the interleavings of the model's threads (bounded
 //! by `LOOM_MAX_PREEMPTIONS`) and every model asserts a serialisability or opacity property
 //! *inside* the transactions as well as after them. Each model has a negative control: the same
 //! model against a deliberately broken STM (`--cfg timewarp_stm_broken="..."`), which loom must
@@ -21,9 +21,11 @@
 //! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` |
 //! | `engine_tvht` | under each backend, a contact is reported exactly once; a delete returns exactly the contacts it invalidates | `unguarded_tvht` |
 //! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_count_check_outside` |
+//! | `engine_rollback` | two and three warp entities (the real `Entity` state machine, TVHT and GVT buffer, under each backend) colliding over a few ticks: no deadlock, every event and antievent acked once, committed frames equal to the sequential reference bit for bit | `record_before_ack` |
 //!
 //! The engine's controls are `--cfg timewarp_broken` builds with `TIMEWARP_BROKEN=<variant>`
-//! (see `timewarp::sync`); the engine models state their own preemption bounds.//!
+//! (see `timewarp::sync`); the engine models state their own preemption bounds.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p timewarp-loom-tests --release`
 //! (add `--no-default-features` for the STM's models alone).
 
