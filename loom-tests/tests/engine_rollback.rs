@@ -174,14 +174,15 @@ fn scene(c: &Config) -> Scene {
     }
 }
 
-/// A small TVHT whose cell (4 m) holds the whole scene: a write or delete of a tick is a
-/// section over one bucket, and the entities' entries at a tick always share it (sections over
-/// several buckets are `engine_tvht`'s subject).
+/// A small TVHT whose cell (4 m) holds the whole scene, one tick per slice: a write or delete
+/// of a tick is a section over one bucket, and the entities' entries at a tick always share it
+/// (sections over several buckets are `engine_tvht`'s subject).
 fn tvht(backend: Backend) -> Tvht {
     let config = TvhtConfig {
         buckets: 16,
         cell_size: 4.0,
         max_cells_per_body: 8,
+        span_ticks: 1,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")
 }
