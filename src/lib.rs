@@ -21,7 +21,10 @@
 //! - [`warp`]: object-centric timewarp (seed 000): the TVHT, the GVT buffer, entities with
 //!   step/resolve/rollback, the work-stealing scheduler and the sequential reference.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
+//! - [`bench`]: `timewarp bench`, sweeps of scenes x sizes x threads x backends x engines
+//!   through the run loop: Markdown table, JSON, SVG plots, the parallelism estimate.
 
+pub mod bench;
 pub mod dynamics;
 pub mod frame;
 pub mod geometry;

@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::dynamics::BodyState;
 use crate::frame::{FrameConfig, FrameEngine};
@@ -57,6 +57,12 @@ pub struct RunOptions {
     pub progress: bool,
     /// The scene's name or path, for the summary.
     pub label: String,
+    /// Warp engine: record every task and report the parallelism estimate
+    /// ([`crate::warp::profile`]) in the summary. Off by default: it costs a little per task.
+    pub parallelism: bool,
+    /// Stop after this much wall time (for benchmarks): the frames committed by then are
+    /// handed out and finished as a shorter run, and the summary says `time_limited`.
+    pub time_limit: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -68,6 +74,8 @@ impl Default for RunOptions {
             seconds: None,
             progress: false,
             label: String::new(),
+            parallelism: false,
+            time_limit: None,
         }
     }
 }
@@ -154,14 +162,20 @@ pub fn run_scene(
         threads: options.threads,
         ..FrameConfig::default()
     };
+    let deadline = options.time_limit.map(|l| start + l);
     let mut engine = FrameEngine::try_new(scene, config).map_err(RunError::Engine)?;
     sink.frame(engine.frame(), engine.time(), engine.states())
         .map_err(RunError::Output)?;
+    let mut stepped = 0;
     for done in 1..=frames {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
         engine.step();
         sink.frame(engine.frame(), engine.time(), engine.states())
             .map_err(RunError::Output)?;
         progress.set(done);
+        stepped = done;
     }
     sink.finish().map_err(RunError::Output)?;
     let wall_seconds = start.elapsed().as_secs_f64();
@@ -174,8 +188,9 @@ pub fn run_scene(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: scene.bodies.iter().filter(|b| !b.is_static).count(),
-        frames,
+        frames: stepped,
         simulated_seconds: engine.time(),
+        time_limited: stepped < frames,
         wall_seconds,
         events: Some(0),
         rollbacks: Some(0),
@@ -215,11 +230,14 @@ fn run_warp_scene(
         window: None,
     };
     let mut sink_error = None;
-    let result = crate::warp::run_warp(scene, config, frames * frame_ticks, &mut |tick, states| {
+    let mut last = 0;
+    let end = frames * frame_ticks;
+    let mut out = |tick, states: &[BodyState]| {
         for (&i, s) in dynamic.iter().zip(states) {
             all[i] = *s;
         }
         let frame = tick / frame_ticks;
+        last = frame;
         sink.frame(frame, frame as f64 * dt, &all).map_err(|e| {
             let m = e.to_string();
             sink_error = Some(e);
@@ -227,7 +245,12 @@ fn run_warp_scene(
         })?;
         progress.set(frame);
         Ok(())
-    });
+    };
+    let control = crate::warp::WarpControl {
+        profile: options.parallelism,
+        deadline: options.time_limit.map(|l| start + l),
+    };
+    let result = crate::warp::run_warp_with(scene, config, end, &mut out, control);
     let stats = match (result, sink_error) {
         (Err(_), Some(e)) => return Err(RunError::Output(e)),
         (Err(e), None) => return Err(RunError::Engine(e)),
@@ -242,8 +265,9 @@ fn run_warp_scene(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: dynamic.len(),
-        frames,
-        simulated_seconds: frames as f64 * dt,
+        frames: last,
+        simulated_seconds: last as f64 * dt,
+        time_limited: last < frames,
         wall_seconds,
         events: Some(stats.events),
         rollbacks: Some(stats.rollbacks),
@@ -362,6 +386,27 @@ mod tests {
             )
             .unwrap();
             assert_eq!(a.value(), b.value());
+        }
+    }
+
+    #[test]
+    fn a_time_limit_stops_both_engines_early_and_says_so() {
+        let scene = builtin("pyramids", Some(110)).unwrap();
+        for engine in [EngineKind::Frame, EngineKind::Warp] {
+            let mut log = Frames(Vec::new(), false);
+            let o = RunOptions {
+                engine,
+                time_limit: Some(Duration::from_millis(100)),
+                ..options(1000.0)
+            };
+            let s = run_scene(&scene, &o, &mut log).unwrap();
+            assert!(s.time_limited, "{engine:?}");
+            assert!(s.frames < 60_000 && s.wall_seconds < 30.0, "{s:?}");
+            // The warp engine may stop before even frame 0 is committed.
+            let handed = log.0.len() as u64;
+            assert!(handed == s.frames + 1 || (engine == EngineKind::Warp && handed == 0));
+            assert!(s.to_string().contains("(stopped at the time limit)"));
+            assert!(log.1, "a shorter run is still finished");
         }
     }
 

@@ -34,6 +34,7 @@
 
 use super::entity::{Entity, EntityStats, Env, Turn};
 use super::message::Msg;
+use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
 use super::{BodyId, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
 use crate::dynamics::BodyState;
@@ -44,7 +45,7 @@ use crossbeam::utils::Backoff;
 use crossbeam_deque::{Injector, Stealer, Worker};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings of a warp run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,13 +77,29 @@ pub struct WarpStats {
     /// STM commits and aborts of the run (None for the lock backend).
     pub stm_commits: Option<u64>,
     pub stm_aborts: Option<u64>,
+    /// The task DAG's work and span, when the run was profiled ([`WarpControl::profile`]).
+    pub parallelism: Option<Parallelism>,
+    /// The run stopped at [`WarpControl::deadline`] before the end tick was committed.
+    pub time_limited: bool,
+}
+
+/// Optional controls of a warp run (the default: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarpControl {
+    /// Record every task for the parallelism estimate of [`super::profile`]
+    /// ([`WarpStats::parallelism`]); each turn then costs two clock reads and a record.
+    pub profile: bool,
+    /// Stop once this instant has passed: the frames committed by then have been handed out,
+    /// and the stats say [`WarpStats::time_limited`].
+    pub deadline: Option<Instant>,
 }
 
 /// Shared by the workers.
 struct Shared<'a> {
     env: Env<'a>,
     entities: Vec<Mutex<Entity>>,
-    mailboxes: Vec<SegQueue<Msg>>,
+    /// Messages, each with the id of the task that sent it (for the profiler).
+    mailboxes: Vec<SegQueue<(TaskId, Msg)>>,
     scheduled: Vec<AtomicBool>,
     injector: Injector<BodyId>,
     stealers: Vec<Stealer<BodyId>>,
@@ -90,6 +107,8 @@ struct Shared<'a> {
     stop: AtomicBool,
     error: Mutex<Option<String>>,
     gvt_seen: AtomicU64,
+    /// Task records for the parallelism estimate (`None`: not profiled, nothing recorded).
+    profile: Option<Profiler>,
 }
 
 impl Shared<'_> {
@@ -145,21 +164,51 @@ impl Shared<'_> {
         }
     }
 
-    fn turn(&self, id: BodyId, local: &Worker<BodyId>) {
+    fn turn(&self, id: BodyId, local: &Worker<BodyId>, me: usize) {
+        let Some(profile) = &self.profile else {
+            self.turn_with(id, local, None);
+            return;
+        };
+        let mut task = profile.begin(id, self.env.gvt.gvt());
+        let parked = self.turn_with(id, local, Some(&mut task));
+        profile.end(task, me, self.env.gvt.gvt(), parked);
+    }
+
+    /// One turn; returns the GVT the entity now waits to see advanced, if it parked.
+    fn turn_with(
+        &self,
+        id: BodyId,
+        local: &Worker<BodyId>,
+        task: Option<&mut super::profile::Open>,
+    ) -> Option<Tick> {
         let i = id as usize;
+        let me = task.as_ref().map_or(NO_TASK, |t| t.id);
+        let mut deps = task.map(|t| &mut t.deps);
         let result = {
             let mut e = self.entities[i].lock().unwrap_or_else(|p| p.into_inner());
             let mailbox = &self.mailboxes[i];
-            e.run(&self.env, &mut || mailbox.pop(), &mut |to, m| {
-                self.mailboxes[to as usize].push(m);
-                self.schedule(to, local);
-            })
+            e.run(
+                &self.env,
+                &mut || {
+                    let (from, m) = mailbox.pop()?;
+                    if let Some(d) = deps.as_mut() {
+                        d.push(from);
+                    }
+                    Some(m)
+                },
+                &mut |to, m| {
+                    self.mailboxes[to as usize].push((me, m));
+                    self.schedule(to, local);
+                },
+            )
         };
+        let mut parked = None;
         self.scheduled[i].store(false, Ordering::SeqCst);
         match result {
             Err(e) => self.fail(e),
             Ok(Turn::Ready) => self.schedule(id, local),
             Ok(Turn::WaitGvt(g)) => {
+                parked = Some(g);
                 self.parked
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -174,6 +223,7 @@ impl Shared<'_> {
             self.schedule(id, local);
         }
         self.wake_parked(local);
+        parked
     }
 
     fn work(&self, local: Worker<BodyId>, me: usize) {
@@ -182,7 +232,7 @@ impl Shared<'_> {
             match self.find_task(&local, me) {
                 Some(id) => {
                     backoff.reset();
-                    self.turn(id, &local);
+                    self.turn(id, &local, me);
                 }
                 None => {
                     self.wake_parked(&local);
@@ -208,6 +258,17 @@ pub fn run_warp(
     config: WarpConfig,
     end_tick: Tick,
     out: &mut FrameOut<'_>,
+) -> Result<WarpStats, String> {
+    run_warp_with(scene, config, end_tick, out, WarpControl::default())
+}
+
+/// [`run_warp`] with the optional controls: the parallelism estimate, a deadline.
+pub fn run_warp_with(
+    scene: &Scene,
+    config: WarpConfig,
+    end_tick: Tick,
+    out: &mut FrameOut<'_>,
+    control: WarpControl,
 ) -> Result<WarpStats, String> {
     let rules = Rules::new(scene)?;
     let threads = config.threads.max(1);
@@ -244,6 +305,7 @@ pub fn run_warp(
         stop: AtomicBool::new(false),
         error: Mutex::new(None),
         gvt_seen: AtomicU64::new(0),
+        profile: control.profile.then(|| Profiler::new(n, threads)),
     };
     for i in 0..n {
         shared.injector.push(i as BodyId);
@@ -252,6 +314,7 @@ pub fn run_warp(
     let prune_per_tick = buckets.div_ceil(window as usize).max(1);
     let mut pruned_to: Tick = 0;
     let mut out_error = None;
+    let mut time_limited = false;
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (me, w) in workers.into_iter().enumerate() {
@@ -278,6 +341,11 @@ pub fn run_warp(
             }
             if finished {
                 break;
+            }
+            if control.deadline.is_some_and(|d| Instant::now() >= d) {
+                time_limited = true;
+                shared.stop.store(true, Ordering::SeqCst);
+                continue; // drain what is committed, then stop
             }
             let g = gvt.gvt();
             // Sweep the table once per window of committed ticks (TVHT module docs).
@@ -317,6 +385,10 @@ pub fn run_warp(
         sum.lead_sum += s.lead_sum;
     }
     let sync = crate::sync::stats().since(&before);
+    let parallelism = match shared.profile {
+        Some(p) => Some(p.analyse()?),
+        None => None,
+    };
     #[cfg(feature = "stm")]
     let (stm_commits, stm_aborts) = if config.backend == Backend::Stm {
         (Some(sync.stm.commits), Some(sync.stm.aborts()))
@@ -341,6 +413,8 @@ pub fn run_warp(
         attempts: sync.attempts,
         stm_commits,
         stm_aborts,
+        parallelism,
+        time_limited,
     })
 }
 
