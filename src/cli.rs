@@ -81,7 +81,7 @@ struct BenchArgs {
     /// Engines (default: frame and warp)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     engines: Vec<EngineKind>,
-    /// Simulated seconds of a frame-engine run (default 2; --quick 0.5)
+    /// Simulated seconds of a frame-engine run (default 2; --quick 1)
     #[arg(long, value_name = "S", value_parser = parse_seconds)]
     seconds: Option<f64>,
     /// Simulated seconds of a warp-engine run (default 0.1; --quick 0.05)

@@ -134,7 +134,7 @@ impl Sweep {
             engines: vec![EngineKind::Frame, EngineKind::Warp],
             backends: compiled_backends(),
             threads: vec![1, 2],
-            frame_seconds: 0.5,
+            frame_seconds: 1.0,
             warp_seconds: 0.05,
             warmup: 1,
             repeats: 3,

@@ -4,8 +4,8 @@
 //!   backend, with the ideal `y = x`;
 //! * `stm_vs_locks.svg`: the warp engine's STM / locks speed ratio (locks' time over the STM's)
 //!   against threads, one line per scene and size, with the line `y = 1`;
-//! * `time_per_n.svg`: wall seconds per simulated second against the number of bodies (both
-//!   axes logarithmic) at the lowest thread count of the sweep, one line per scene, engine and
+//! * `time_per_n.svg`: wall seconds per simulated second against the number of bodies (log
+//!   y axis, one slot per size on x) at the lowest thread count of the sweep, one line per scene, engine and
 //!   backend.
 //!
 //! A plot with nothing to show (one thread count, one backend, one size) is not written.
@@ -62,13 +62,28 @@ fn draw(
         .iter()
         .flat_map(|(_, v)| v.iter())
         .chain(reference.iter().flat_map(|(_, v)| v.iter()));
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    let (mut y0, mut y1) = (f64::MAX, f64::MIN);
+    let mut xs: Vec<f64> = Vec::new();
     for &(x, y) in all {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
         y0 = y0.min(y);
         y1 = y1.max(y);
+        xs.push(x);
     }
+    // The x axis is categorical: one evenly spaced slot per x value (thread or body count),
+    // labelled with the value itself.
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let slot = |x: f64| SegmentValue::CenterOf(xs.iter().position(|v| *v == x).unwrap_or(0) as i32);
+    let to_slots = |pts: &[(f64, f64)]| -> Vec<(SegmentValue<i32>, f64)> {
+        pts.iter().map(|&(x, y)| (slot(x), y)).collect()
+    };
+    let x_label = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => xs
+            .get(*i as usize)
+            .map(|x| format!("{x:.0}"))
+            .unwrap_or_default(),
+        SegmentValue::Last => String::new(),
+    };
     let err = |e: &dyn std::fmt::Display| format!("cannot draw {}: {e}", path.display());
     let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
@@ -78,13 +93,15 @@ fn draw(
             let mut chart = $chart;
             chart
                 .configure_mesh()
+                .x_labels(xs.len())
+                .x_label_formatter(&x_label)
                 .x_desc(x_desc)
                 .y_desc(y_desc)
                 .draw()
                 .map_err(|e| err(&e))?;
             if let Some((name, pts)) = &reference {
                 chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), BLACK.mix(0.4)))
+                    .draw_series(LineSeries::new(to_slots(pts), BLACK.mix(0.4)))
                     .map_err(|e| err(&e))?
                     .label(*name)
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
@@ -92,14 +109,18 @@ fn draw(
             for (i, (name, pts)) in series.iter().enumerate() {
                 let c = colour(i);
                 chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .draw_series(LineSeries::new(to_slots(pts), c.stroke_width(2)))
                     .map_err(|e| err(&e))?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                     });
                 chart
-                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .draw_series(
+                        to_slots(pts)
+                            .into_iter()
+                            .map(|p| Circle::new(p, 3, c.filled())),
+                    )
                     .map_err(|e| err(&e))?;
             }
             chart
@@ -117,18 +138,16 @@ fn draw(
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70);
+    // A segmented range a..b has the slots a..=b.
+    let x_range = (0..(xs.len() as i32 - 1).max(1)).into_segmented();
     if log {
         let chart = builder
-            .build_cartesian_2d(
-                (x0 / 1.3..x1 * 1.3).log_scale(),
-                (y0 / 2.0..y1 * 2.0).log_scale(),
-            )
+            .build_cartesian_2d(x_range, (y0 / 2.0..y1 * 2.0).log_scale())
             .map_err(|e| err(&e))?;
         plot_on!(chart);
     } else {
-        let pad = (x1 - x0).max(1.0) * 0.05;
         let chart = builder
-            .build_cartesian_2d(x0 - pad..x1 + pad, 0.0..y1 * 1.15)
+            .build_cartesian_2d(x_range, 0.0..y1 * 1.15)
             .map_err(|e| err(&e))?;
         plot_on!(chart);
     }
@@ -150,7 +169,6 @@ pub fn write_plots(dir: &Path, rows: &[Row], machine: &str) -> Result<Vec<PathBu
             rows.iter()
                 .filter_map(|r| Some((label(r, true, true), r.config.threads as f64, r.speedup?))),
         );
-        let max = *threads.last().unwrap_or(&1) as f64;
         let path = dir.join("speedup.svg");
         draw(
             &path,
@@ -158,7 +176,10 @@ pub fn write_plots(dir: &Path, rows: &[Row], machine: &str) -> Result<Vec<PathBu
             "threads",
             "speedup",
             &series,
-            Some(("ideal", vec![(1.0, 1.0), (max, max)])),
+            Some((
+                "ideal",
+                threads.iter().map(|&t| (t as f64, t as f64)).collect(),
+            )),
             false,
         )?;
         written.push(path);
@@ -182,8 +203,6 @@ pub fn write_plots(dir: &Path, rows: &[Row], machine: &str) -> Result<Vec<PathBu
             }),
     );
     if !ratios.is_empty() {
-        let lo = threads.first().copied().unwrap_or(1) as f64;
-        let hi = threads.last().copied().unwrap_or(1) as f64;
         let path = dir.join("stm_vs_locks.svg");
         draw(
             &path,
@@ -191,7 +210,7 @@ pub fn write_plots(dir: &Path, rows: &[Row], machine: &str) -> Result<Vec<PathBu
             "threads",
             "locks' time / STM's time",
             &ratios,
-            Some(("equal", vec![(lo, 1.0), (hi.max(lo + 1.0), 1.0)])),
+            Some(("equal", threads.iter().map(|&t| (t as f64, 1.0)).collect())),
             false,
         )?;
         written.push(path);
