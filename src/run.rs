@@ -391,7 +391,8 @@ mod tests {
 
     #[test]
     fn a_time_limit_stops_both_engines_early_and_says_so() {
-        let scene = builtin("pyramids", Some(110)).unwrap();
+        // Bouncing never sleeps (pyramids do, and then 1000 s of frames took under 0.1 s).
+        let scene = builtin("bouncing", Some(200)).unwrap();
         for engine in [EngineKind::Frame, EngineKind::Warp] {
             let mut log = Frames(Vec::new(), false);
             let o = RunOptions {
