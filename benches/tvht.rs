@@ -7,6 +7,11 @@
 //!   writes a body (r = 0.5) at a random place and a random tick of the window, then deletes it:
 //!   two sections of about four buckets each, with the contacts they find. Throughput is in
 //!   write+delete pairs.
+//! * `tvht_write/<backend>/<threads>` and `tvht_delete/<backend>/<threads>`: the two halves
+//!   apart. On the same pre-filled table each thread writes `OPS` bodies (each a new entity,
+//!   at a random place and tick of the window) in one timed phase, then deletes them in a
+//!   second; the threads meet at a barrier between phases, and the calling thread times each
+//!   phase. Throughput is in writes (deletes) over all threads.
 //! * `gvt_record_commit/<backend>/<threads>`: 256 bodies split into one block per thread; each
 //!   thread records ticks 0..512 for its block (running ahead at most the window of 64), and
 //!   every tick commits when the last block records it (frames every 16 ticks). Throughput is
@@ -117,6 +122,77 @@ fn bench_tvht(c: &mut Criterion) {
     g.finish();
 }
 
+/// Which phase of [`write_then_delete`] a bench times.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Write,
+    Delete,
+}
+
+/// `threads` threads each write `OPS` entries, then (after a barrier) delete them; returns the
+/// wall time of the write phase and of the delete phase.
+fn write_then_delete(table: &Tvht, threads: usize, seed: u64) -> (Duration, Duration) {
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for th in 0..threads {
+            let barrier = &barrier;
+            s.spawn(move || {
+                let mut rng = SplitMix64::new(seed * 64 + th as u64);
+                let mine: Vec<(u32, Tick, [BodyEntry; 1])> = (0..OPS)
+                    .map(|k| {
+                        let entity = 10_000 + (th * OPS + k) as u32;
+                        let tick = rng.next_u64() % WINDOW;
+                        (entity, tick, [sphere(&mut rng, entity)])
+                    })
+                    .collect();
+                barrier.wait();
+                for (entity, tick, e) in &mine {
+                    std::hint::black_box(table.write(*entity, *tick, e).unwrap());
+                }
+                barrier.wait();
+                for (entity, tick, e) in &mine {
+                    std::hint::black_box(table.delete(*entity, *tick, e).unwrap());
+                }
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let t0 = Instant::now();
+        barrier.wait();
+        let t1 = Instant::now();
+        barrier.wait();
+        (t1 - t0, t1.elapsed())
+    })
+}
+
+fn bench_tvht_phases(c: &mut Criterion) {
+    for (group, phase) in [("tvht_write", Phase::Write), ("tvht_delete", Phase::Delete)] {
+        let mut g = c.benchmark_group(group);
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(200))
+            .measurement_time(Duration::from_secs(1));
+        for &backend in Backend::COMPILED {
+            let table = filled_table(backend);
+            for threads in THREADS {
+                g.throughput(Throughput::Elements((threads * OPS) as u64));
+                let before = sync::stats();
+                g.bench_function(format!("{backend}/{threads}"), |b| {
+                    b.iter_custom(|iters| {
+                        (0..iters)
+                            .map(|i| {
+                                let (w, d) = write_then_delete(&table, threads, i);
+                                if phase == Phase::Write { w } else { d }
+                            })
+                            .sum()
+                    })
+                });
+                report(&format!("{group} {backend}/{threads}"), &before);
+            }
+        }
+        g.finish();
+    }
+}
+
 const GVT_BODIES: usize = 256;
 const GVT_TICKS: Tick = 512;
 
@@ -167,5 +243,5 @@ fn bench_gvt(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_tvht, bench_gvt);
+criterion_group!(benches, bench_tvht, bench_tvht_phases, bench_gvt);
 criterion_main!(benches);

@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
-//!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet]
+//!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet] [--parallelism]
 //!              [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp scenes [--export NAME [--bodies N]]
+//! timewarp bench [--quick] [--scenes LIST] [--sizes LIST] [--threads LIST] [--backends LIST]
+//!                [--engines LIST] [--seconds S] [--warp-seconds S] [--warmup W] [--repeats R]
+//!                [--time-limit S] [--no-parallelism] [--out-dir DIR] [--quiet]
 //! ```
 //!
 //! `SCENE` is a path when it ends in `.toml`, contains a path separator or names an existing
@@ -35,6 +38,8 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
+use timewarp::bench::report::{self, Machine};
+use timewarp::bench::{Case, Sweep, plot, run_sweep};
 use timewarp::checkpoint::{Checkpoint, Checkpointer};
 use timewarp::output::{Checksum, CsvSink, FrameSink, Tee};
 use timewarp::run::{
@@ -66,6 +71,55 @@ enum Command {
     Resume(ResumeArgs),
     /// List the built-in scenes, or print one as a scene file
     Scenes(ScenesArgs),
+    /// Benchmark scenes x sizes x threads x backends x engines: Markdown table, JSON, SVG plots
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// The small sweep (parallel, cylinders, bouncing at 200 and 500 bodies, pyramids at 550; 1 and 2 threads; short spans)
+    #[arg(long)]
+    quick: bool,
+    /// Scenes, comma-separated: NAME (at the --sizes) or NAME=N (default: parallel, cylinders,
+    /// bouncing at 500 and 2000, pyramids=10010)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    scenes: Vec<String>,
+    /// Body counts for the scenes named without =N
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_bodies)]
+    sizes: Vec<usize>,
+    /// Thread counts (default: 1, 2, 4, ... up to the available parallelism)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_threads)]
+    threads: Vec<usize>,
+    /// Warp engine backends (default: every one compiled in)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    backends: Vec<Backend>,
+    /// Engines (default: frame and warp)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    engines: Vec<EngineKind>,
+    /// Simulated seconds of a frame-engine run (default 2; --quick 1)
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
+    seconds: Option<f64>,
+    /// Simulated seconds of a warp-engine run (default 0.1; --quick 0.05)
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
+    warp_seconds: Option<f64>,
+    /// Untimed warm-up rounds (default 1)
+    #[arg(long, value_name = "W")]
+    warmup: Option<usize>,
+    /// Timed, interleaved rounds (default 5; --quick 3)
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeats: Option<u64>,
+    /// Wall seconds after which one run stops (default 60; --quick 5)
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
+    time_limit: Option<f64>,
+    /// Do not profile the warm-up runs for the parallelism estimate
+    #[arg(long)]
+    no_parallelism: bool,
+    /// Folder for bench.json and the SVG plots
+    #[arg(long, value_name = "DIR", default_value = "bench-out")]
+    out_dir: PathBuf,
+    /// No progress lines on stderr
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -97,6 +151,10 @@ struct RunArgs {
     /// No progress bar and no summary
     #[arg(long, short)]
     quiet: bool,
+    /// Warp engine: record every task and print the parallelism estimate (work, span, speedup
+    /// bounds) in the summary
+    #[arg(long)]
+    parallelism: bool,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
 }
@@ -251,6 +309,8 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         seconds: args.seconds,
         progress: !args.quiet,
         label,
+        parallelism: args.parallelism,
+        time_limit: None,
     };
     let outputs = Outputs {
         out: args.out.as_deref(),
@@ -270,6 +330,7 @@ fn resume(args: ResumeArgs) -> Result<(), Failure> {
         seconds: Some(args.seconds.unwrap_or(saved.seconds)),
         progress: !args.quiet,
         label: saved.label.clone(),
+        ..RunOptions::default()
     };
     let outputs = Outputs {
         out: args.out.as_deref(),
@@ -388,6 +449,142 @@ fn scenes(args: ScenesArgs) -> Result<(), Failure> {
     print_out(&text)
 }
 
+/// The sweep the flags ask for: `--quick` or the full sweep, with every given flag overriding.
+fn sweep_of(args: &BenchArgs) -> Result<Sweep, Failure> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut s = if args.quick {
+        Sweep::quick()
+    } else {
+        Sweep::full(cpus)
+    };
+    if !args.scenes.is_empty() || !args.sizes.is_empty() {
+        let names: Vec<String> = if args.scenes.is_empty() {
+            let mut n: Vec<String> = s.cases.iter().map(|c| c.scene.clone()).collect();
+            n.dedup();
+            n
+        } else {
+            args.scenes.clone()
+        };
+        let mut cases = Vec::new();
+        for entry in &names {
+            let (name, size) = match entry.split_once('=') {
+                Some((name, n)) => (name.trim(), Some(parse_bodies(n).map_err(Failure)?)),
+                None => (entry.trim(), None),
+            };
+            let Some(b) = builtin_names().iter().find(|b| b.name == name) else {
+                return Err(Failure(format!(
+                    "--scenes: unknown built-in scene {name:?} (see `timewarp scenes`)"
+                )));
+            };
+            let sizes: Vec<usize> = match size {
+                Some(n) => vec![n],
+                None if !args.sizes.is_empty() => args.sizes.clone(),
+                None => {
+                    let base: Vec<usize> = s
+                        .cases
+                        .iter()
+                        .filter(|c| c.scene == name)
+                        .map(|c| c.bodies)
+                        .collect();
+                    if base.is_empty() {
+                        vec![b.default_bodies]
+                    } else {
+                        base
+                    }
+                }
+            };
+            for bodies in sizes {
+                let case = Case {
+                    scene: name.to_string(),
+                    bodies,
+                };
+                if !cases.contains(&case) {
+                    cases.push(case);
+                }
+            }
+        }
+        s.cases = cases;
+    }
+    if !args.threads.is_empty() {
+        s.threads = args.threads.clone();
+    }
+    if !args.backends.is_empty() {
+        s.backends = args.backends.clone();
+    }
+    if !args.engines.is_empty() {
+        s.engines = args.engines.clone();
+    }
+    if let Some(x) = args.seconds {
+        s.frame_seconds = x;
+    }
+    if let Some(x) = args.warp_seconds {
+        s.warp_seconds = x;
+    }
+    if let Some(w) = args.warmup {
+        s.warmup = w;
+    }
+    if let Some(r) = args.repeats {
+        s.repeats = r as usize;
+    }
+    if let Some(t) = args.time_limit {
+        s.time_limit = std::time::Duration::from_secs_f64(t);
+    }
+    if args.no_parallelism {
+        s.parallelism = false;
+    }
+    if s.engines.contains(&EngineKind::Warp) {
+        for &b in &s.backends {
+            let options = RunOptions {
+                engine: EngineKind::Warp,
+                backend: b,
+                ..RunOptions::default()
+            };
+            check_options(&builtin("parallel", Some(1))?, &options)?;
+        }
+    }
+    Ok(s)
+}
+
+fn bench(args: BenchArgs) -> Result<(), Failure> {
+    let sweep = sweep_of(&args)?;
+    let machine = Machine::here();
+    let start = std::time::Instant::now();
+    let quiet = args.quiet;
+    let rows = run_sweep(&sweep, |line| {
+        if !quiet {
+            let _ = writeln!(io::stderr().lock(), "{line}");
+        }
+    })?;
+    let wall = start.elapsed().as_secs_f64();
+    let mut text = format!(
+        "{}
+
+",
+        machine.line()
+    );
+    text.push_str(&report::markdown(&rows));
+    text.push_str(&report::notes(&sweep, &rows));
+    std::fs::create_dir_all(&args.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", args.out_dir.display()))?;
+    let json_path = args.out_dir.join("bench.json");
+    std::fs::write(&json_path, report::json(&machine, &sweep, &rows, wall))
+        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    let short = format!(
+        "{} CPUs, {}",
+        machine.cpus,
+        machine.cpu_model.as_deref().unwrap_or(&machine.arch)
+    );
+    let plots = plot::write_plots(&args.out_dir, &rows, &short)?;
+    let mut files = vec![json_path.display().to_string()];
+    files.extend(plots.iter().map(|p| p.display().to_string()));
+    text.push_str(&format!(
+        "
+sweep wall time {wall:.1} s; wrote {}\n",
+        files.join(", ")
+    ));
+    print_out(&text)
+}
+
 fn dispatch() -> Result<(), Failure> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -400,8 +597,9 @@ fn dispatch() -> Result<(), Failure> {
         Some(Command::Run(args)) => run(args),
         Some(Command::Resume(args)) => resume(args),
         Some(Command::Scenes(args)) => scenes(args),
+        Some(Command::Bench(args)) => bench(args),
         None => Err(Failure(
-            "no command given; use `timewarp run [SCENE]` or `timewarp scenes` (see --help)".into(),
+            "no command given; use `timewarp run [SCENE]`, `timewarp scenes` or `timewarp bench` (see --help)".into(),
         )),
     }
 }

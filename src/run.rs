@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpointer, EngineState};
 use crate::dynamics::BodyState;
@@ -58,6 +58,12 @@ pub struct RunOptions {
     pub progress: bool,
     /// The scene's name or path, for the summary.
     pub label: String,
+    /// Warp engine: record every task and report the parallelism estimate
+    /// ([`crate::warp::profile`]) in the summary. Off by default: it costs a little per task.
+    pub parallelism: bool,
+    /// Stop after this much wall time (for benchmarks): the frames committed by then are
+    /// handed out and finished as a shorter run, and the summary says `time_limited`.
+    pub time_limit: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -69,6 +75,8 @@ impl Default for RunOptions {
             seconds: None,
             progress: false,
             label: String::new(),
+            parallelism: false,
+            time_limit: None,
         }
     }
 }
@@ -204,6 +212,7 @@ pub fn run_scene_with(
         }) => FrameEngine::from_snapshot(scene, options.threads, snap).map_err(RunError::Engine)?,
         Some(_) => unreachable!("the engine kind was checked above"),
     };
+    let deadline = options.time_limit.map(|l| start + l);
     let mut ck = checkpoints;
     if resume.is_none() {
         sink.frame(engine.frame(), engine.time(), engine.states())
@@ -213,7 +222,11 @@ pub fn run_scene_with(
                 .map_err(RunError::Output)?;
         }
     }
+    let mut stepped = first;
     for done in first + 1..=frames {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
         engine.step();
         if let Some(fault) = engine.fault() {
             return Err(RunError::Engine(format!(
@@ -231,10 +244,11 @@ pub fn run_scene_with(
             }
         }
         progress.set(done - first);
+        stepped = done;
     }
     sink.finish().map_err(RunError::Output)?;
     if let Some(c) = ck {
-        c.save(frames, &EngineState::Frame(Box::new(engine.snapshot())))
+        c.save(stepped, &EngineState::Frame(Box::new(engine.snapshot())))
             .map_err(checkpoint_error)?;
     }
     let wall_seconds = start.elapsed().as_secs_f64();
@@ -247,9 +261,10 @@ pub fn run_scene_with(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: scene.bodies.iter().filter(|b| !b.is_static).count(),
-        frames: frames - first,
-        simulated_seconds: (frames - first) as f64 * engine.dt(),
+        frames: stepped - first,
+        simulated_seconds: (stepped - first) as f64 * engine.dt(),
         resumed_from: resume.map(|r| r.frame),
+        time_limited: stepped < frames,
         wall_seconds,
         events: Some(0),
         rollbacks: Some(0),
@@ -311,6 +326,7 @@ fn run_warp_scene(
     // The last committed frame's states, for the final checkpoint.
     let mut last: Vec<BodyState> = start_states.map(<[BodyState]>::to_vec).unwrap_or_default();
     let mut sink_error = None;
+    let mut last_frame = first;
     let mut out = |tick: u64, states: &[BodyState]| -> Result<(), String> {
         let frame = tick / frame_ticks;
         if resume.is_some() && frame == first {
@@ -319,6 +335,7 @@ fn run_warp_scene(
         for (&i, s) in dynamic.iter().zip(states) {
             all[i] = *s;
         }
+        last_frame = frame;
         let mut fail = |e: io::Error| {
             let m = e.to_string();
             sink_error = Some(e);
@@ -333,23 +350,27 @@ fn run_warp_scene(
                 c.save(frame, &EngineState::Warp(states.to_vec()))
                     .map_err(|e| fail(checkpoint_io(e)))?;
             }
-            if frame == frames {
-                last = states.to_vec();
-            }
+            // The states of the last frame reached, for the final checkpoint.
+            last = states.to_vec();
         }
         progress.set(frame - first);
         Ok(())
     };
+    let control = crate::warp::WarpControl {
+        profile: options.parallelism,
+        deadline: options.time_limit.map(|l| start + l),
+    };
     let result = if frames == first {
         Ok(crate::warp::WarpStats::default()) // nothing left to simulate
     } else {
-        crate::warp::run_warp_from(
+        crate::warp::run_warp_from_with(
             scene,
             config,
             first * frame_ticks,
             start_states,
             frames * frame_ticks,
             &mut out,
+            control,
         )
     };
     let stats = match (result, sink_error) {
@@ -359,7 +380,7 @@ fn run_warp_scene(
     };
     sink.finish().map_err(RunError::Output)?;
     if let Some(c) = ck {
-        c.save(frames, &EngineState::Warp(last))
+        c.save(last_frame, &EngineState::Warp(last))
             .map_err(checkpoint_error)?;
     }
     let wall_seconds = start.elapsed().as_secs_f64();
@@ -370,9 +391,10 @@ fn run_warp_scene(
         threads: options.threads,
         bodies: scene.bodies.len(),
         dynamic_bodies: dynamic.len(),
-        frames: frames - first,
-        simulated_seconds: (frames - first) as f64 * dt,
+        frames: last_frame - first,
+        simulated_seconds: (last_frame - first) as f64 * dt,
         resumed_from: resume.map(|r| r.frame),
+        time_limited: last_frame < frames,
         wall_seconds,
         events: Some(stats.events),
         rollbacks: Some(stats.rollbacks),
@@ -491,6 +513,28 @@ mod tests {
             )
             .unwrap();
             assert_eq!(a.value(), b.value());
+        }
+    }
+
+    #[test]
+    fn a_time_limit_stops_both_engines_early_and_says_so() {
+        // Bouncing never sleeps (pyramids do, and then 1000 s of frames took under 0.1 s).
+        let scene = builtin("bouncing", Some(200)).unwrap();
+        for engine in [EngineKind::Frame, EngineKind::Warp] {
+            let mut log = Frames(Vec::new(), false);
+            let o = RunOptions {
+                engine,
+                time_limit: Some(Duration::from_millis(100)),
+                ..options(1000.0)
+            };
+            let s = run_scene(&scene, &o, &mut log).unwrap();
+            assert!(s.time_limited, "{engine:?}");
+            assert!(s.frames < 60_000 && s.wall_seconds < 30.0, "{s:?}");
+            // The warp engine may stop before even frame 0 is committed.
+            let handed = log.0.len() as u64;
+            assert!(handed == s.frames + 1 || (engine == EngineKind::Warp && handed == 0));
+            assert!(s.to_string().contains("(stopped at the time limit)"));
+            assert!(log.1, "a shorter run is still finished");
         }
     }
 

@@ -305,8 +305,8 @@ fn options(engine: EngineKind, seconds: f64, threads: usize) -> RunOptions {
         },
         threads,
         seconds: Some(seconds),
-        progress: false,
         label: "test".into(),
+        ..RunOptions::default()
     }
 }
 

@@ -434,3 +434,67 @@ fn the_default_run_is_cylinders_with_200_spheres() {
         "{stdout}"
     );
 }
+
+#[test]
+fn bench_prints_a_table_and_writes_json_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = timewarp(
+        &[
+            "bench",
+            "--scenes",
+            "parallel=6,parallel=12",
+            "--threads",
+            "1,2",
+            "--seconds",
+            "0.1",
+            "--warp-seconds",
+            "0.05",
+            "--repeats",
+            "2",
+            "--out-dir",
+            "figs",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "", "--quiet: no progress lines");
+    assert!(stdout.starts_with("machine: "), "{stdout}");
+    assert!(
+        stdout.contains("| scene | N | engine | backend | T |"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| parallel | 12 | warp | "), "{stdout}");
+    assert!(
+        stdout.contains("| parallel | 6 | frame | - | 1 |"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("bound(2) = "), "{stdout}");
+    let figs = dir.path().join("figs");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(figs.join("bench.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert!(rows.len() >= 8, "{json}");
+    assert!(
+        rows.iter()
+            .all(|r| r["samples"].as_array().unwrap().len() == 2)
+    );
+    for svg in ["speedup.svg", "time_per_n.svg"] {
+        let s = std::fs::read_to_string(figs.join(svg)).unwrap();
+        assert!(s.starts_with("<svg"), "{svg}");
+    }
+}
+
+#[test]
+fn bench_refuses_bad_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    fails(&["bench", "--scenes", "nosuch"], dir.path(), &["nosuch"]);
+    fails(&["bench", "--threads", "0"], dir.path(), &["threads"]);
+    fails(
+        &["bench", "--scenes", "parallel=0"],
+        dir.path(),
+        &["bodies"],
+    );
+    fails(&["bench", "--repeats", "0"], dir.path(), &["--repeats"]);
+}

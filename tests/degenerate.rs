@@ -63,8 +63,8 @@ fn options(engine: EngineKind, seconds: f64, threads: usize) -> RunOptions {
         },
         threads,
         seconds: Some(seconds),
-        progress: false,
         label: "degenerate".into(),
+        ..RunOptions::default()
     }
 }
 

@@ -77,8 +77,8 @@ fn run(scene: &Scene, engine: EngineKind, seconds: f64) -> Vec<Vec<BodyState>> {
         },
         threads: 2,
         seconds: Some(seconds),
-        progress: false,
         label: "fast".into(),
+        ..RunOptions::default()
     };
     let mut rec = Record::default();
     run_scene(scene, &options, &mut rec).unwrap();

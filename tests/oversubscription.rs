@@ -33,8 +33,8 @@ fn cylinders_200_with_32_threads_equal_one_thread_under_every_backend() {
             backend,
             threads,
             seconds: Some(1.05),
-            progress: false,
             label: "cylinders".into(),
+            ..RunOptions::default()
         };
         let mut c = Checksum::new(&scene);
         let s = run_scene(&scene, &options, &mut c).unwrap();

@@ -37,6 +37,8 @@ pub struct RunSummary {
     /// The warp engine's own counters (antievents, rolled-back ticks, TVHT writes, mean
     /// LVT - GVT); `None` for the frame engine, whose island figures print instead.
     pub warp: Option<crate::warp::WarpStats>,
+    /// The run stopped at its time limit (`RunOptions::time_limit`) after `frames` frames.
+    pub time_limited: bool,
 }
 
 impl RunSummary {
@@ -79,11 +81,16 @@ impl fmt::Display for RunSummary {
         )?;
         writeln!(
             f,
-            "simulated {:.3} s ({} frames) in {:.3} s wall: {:.2}x real time",
+            "simulated {:.3} s ({} frames) in {:.3} s wall: {:.2}x real time{}",
             self.simulated_seconds,
             self.frames,
             self.wall_seconds,
-            self.real_time_factor()
+            self.real_time_factor(),
+            if self.time_limited {
+                " (stopped at the time limit)"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             f,
@@ -103,7 +110,26 @@ impl fmt::Display for RunSummary {
                     f,
                     "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks",
                     w.antievents, w.rolled_back_ticks, w.tvht_writes, ratio, w.mean_lead
-                )
+                )?;
+                if let Some(p) = &w.parallelism {
+                    write!(
+                        f,
+                        "\nparallelism: {} tasks, work {:.3} s, span {:.3} s, work/span {:.1}; speedup bound at 4/8/16/64 workers {:.1}/{:.1}/{:.1}/{:.1} (greedy {:.1}/{:.1}/{:.1}/{:.1})",
+                        p.tasks,
+                        p.work,
+                        p.span,
+                        p.ratio(),
+                        p.bound(4),
+                        p.bound(8),
+                        p.bound(16),
+                        p.bound(64),
+                        p.greedy(4),
+                        p.greedy(8),
+                        p.greedy(16),
+                        p.greedy(64)
+                    )?;
+                }
+                Ok(())
             }
             None => write!(
                 f,

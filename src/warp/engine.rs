@@ -42,6 +42,7 @@
 
 use super::entity::{Entity, EntityStats, Env, Turn};
 use super::message::Msg;
+use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
 use super::{BodyId, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
 use crate::dynamics::BodyState;
@@ -53,7 +54,7 @@ use crossbeam::utils::Backoff;
 use crossbeam_deque::{Injector, Stealer, Worker};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings of a warp run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,13 +148,29 @@ pub struct WarpStats {
     /// STM commits and aborts of the run (None for the lock backend).
     pub stm_commits: Option<u64>,
     pub stm_aborts: Option<u64>,
+    /// The task DAG's work and span, when the run was profiled ([`WarpControl::profile`]).
+    pub parallelism: Option<Parallelism>,
+    /// The run stopped at [`WarpControl::deadline`] before the end tick was committed.
+    pub time_limited: bool,
+}
+
+/// Optional controls of a warp run (the default: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarpControl {
+    /// Record every task for the parallelism estimate of [`super::profile`]
+    /// ([`WarpStats::parallelism`]); each turn then costs two clock reads and a record.
+    pub profile: bool,
+    /// Stop once this instant has passed: the frames committed by then have been handed out,
+    /// and the stats say [`WarpStats::time_limited`].
+    pub deadline: Option<Instant>,
 }
 
 /// Shared by the workers.
 struct Shared<'a> {
     env: Env<'a>,
     entities: Vec<Mutex<Entity>>,
-    mailboxes: Vec<SegQueue<Msg>>,
+    /// Messages, each with the id of the task that sent it (for the profiler).
+    mailboxes: Vec<SegQueue<(TaskId, Msg)>>,
     scheduled: Vec<AtomicBool>,
     injector: Injector<BodyId>,
     stealers: Vec<Stealer<BodyId>>,
@@ -165,6 +182,8 @@ struct Shared<'a> {
     sleepers: AtomicUsize,
     asleep: Vec<AtomicBool>,
     unparkers: Vec<Unparker>,
+    /// Task records for the parallelism estimate (`None`: not profiled, nothing recorded).
+    profile: Option<Profiler>,
 }
 
 /// An idle worker sleeps at most this long before it looks for work again (a safety net: a
@@ -259,22 +278,53 @@ impl Shared<'_> {
         }
     }
 
-    fn turn(&self, id: BodyId, local: &Worker<BodyId>, chaos: &Chaos) {
+    fn turn(&self, id: BodyId, local: &Worker<BodyId>, me: usize, chaos: &Chaos) {
+        let Some(profile) = &self.profile else {
+            self.turn_with(id, local, None, chaos);
+            return;
+        };
+        let mut task = profile.begin(id, self.env.gvt.gvt());
+        let parked = self.turn_with(id, local, Some(&mut task), chaos);
+        profile.end(task, me, self.env.gvt.gvt(), parked);
+    }
+
+    /// One turn; returns the GVT the entity now waits to see advanced, if it parked.
+    fn turn_with(
+        &self,
+        id: BodyId,
+        local: &Worker<BodyId>,
+        task: Option<&mut super::profile::Open>,
+        chaos: &Chaos,
+    ) -> Option<Tick> {
         let i = id as usize;
+        let me = task.as_ref().map_or(NO_TASK, |t| t.id);
+        let mut deps = task.map(|t| &mut t.deps);
         let result = {
             let mut e = self.entities[i].lock().unwrap_or_else(|p| p.into_inner());
             let mailbox = &self.mailboxes[i];
-            e.run(&self.env, &mut || mailbox.pop(), &mut |to, m| {
-                self.mailboxes[to as usize].push(m);
-                chaos.after_send();
-                self.schedule(to, local);
-            })
+            e.run(
+                &self.env,
+                &mut || {
+                    let (from, m) = mailbox.pop()?;
+                    if let Some(d) = deps.as_mut() {
+                        d.push(from);
+                    }
+                    Some(m)
+                },
+                &mut |to, m| {
+                    self.mailboxes[to as usize].push((me, m));
+                    chaos.after_send();
+                    self.schedule(to, local);
+                },
+            )
         };
+        let mut parked = None;
         self.scheduled[i].store(false, Ordering::SeqCst);
         match result {
             Err(e) => self.fail(e),
             Ok(Turn::Ready) => self.schedule(id, local),
             Ok(Turn::WaitGvt(g)) => {
+                parked = Some(g);
                 self.parked
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -289,6 +339,7 @@ impl Shared<'_> {
             self.schedule(id, local);
         }
         self.wake_parked(local);
+        parked
     }
 
     fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos, parker: Parker) {
@@ -303,7 +354,7 @@ impl Shared<'_> {
                 Some(id) => {
                     backoff.reset();
                     chaos.before_turn();
-                    self.turn(id, &local, &chaos);
+                    self.turn(id, &local, me, &chaos);
                 }
                 None => {
                     self.wake_parked(&local);
@@ -331,7 +382,26 @@ pub fn run_warp(
     end_tick: Tick,
     out: &mut FrameOut<'_>,
 ) -> Result<WarpStats, String> {
-    run_warp_from(scene, config, 0, None, end_tick, out)
+    run_warp_from_with(
+        scene,
+        config,
+        0,
+        None,
+        end_tick,
+        out,
+        WarpControl::default(),
+    )
+}
+
+/// [`run_warp`] with the optional controls: the parallelism estimate, a deadline.
+pub fn run_warp_with(
+    scene: &Scene,
+    config: WarpConfig,
+    end_tick: Tick,
+    out: &mut FrameOut<'_>,
+    control: WarpControl,
+) -> Result<WarpStats, String> {
+    run_warp_from_with(scene, config, 0, None, end_tick, out, control)
 }
 
 /// [`run_warp`] starting at `start_tick` (a frame tick) from `start` (the committed states of
@@ -346,6 +416,27 @@ pub fn run_warp_from(
     start: Option<&[BodyState]>,
     end_tick: Tick,
     out: &mut FrameOut<'_>,
+) -> Result<WarpStats, String> {
+    run_warp_from_with(
+        scene,
+        config,
+        start_tick,
+        start,
+        end_tick,
+        out,
+        WarpControl::default(),
+    )
+}
+
+/// [`run_warp_from`] with the controls of [`run_warp_with`].
+pub fn run_warp_from_with(
+    scene: &Scene,
+    config: WarpConfig,
+    start_tick: Tick,
+    start: Option<&[BodyState]>,
+    end_tick: Tick,
+    out: &mut FrameOut<'_>,
+    control: WarpControl,
 ) -> Result<WarpStats, String> {
     let rules = Rules::new(scene)?;
     let start = start.unwrap_or(&rules.initial);
@@ -397,6 +488,7 @@ pub fn run_warp_from(
         sleepers: AtomicUsize::new(0),
         asleep: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
+        profile: control.profile.then(|| Profiler::new(n, threads)),
     };
     for i in 0..n {
         shared.injector.push(i as BodyId);
@@ -405,6 +497,7 @@ pub fn run_warp_from(
     let prune_per_tick = buckets.div_ceil(window as usize).max(1);
     let mut pruned_to: Tick = start_tick;
     let mut out_error = None;
+    let mut time_limited = false;
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (me, (w, p)) in workers.into_iter().zip(parkers).enumerate() {
@@ -436,6 +529,11 @@ pub fn run_warp_from(
             deliver(&mut out_error);
             if finished {
                 break;
+            }
+            if control.deadline.is_some_and(|d| Instant::now() >= d) {
+                time_limited = true;
+                shared.stop.store(true, Ordering::SeqCst);
+                continue; // drain what is committed, then stop
             }
             let g = gvt.gvt();
             // Sweep the table once per window of committed ticks (TVHT module docs).
@@ -480,6 +578,10 @@ pub fn run_warp_from(
         sum.lead_sum += s.lead_sum;
     }
     let sync = crate::sync::stats().since(&before);
+    let parallelism = match shared.profile {
+        Some(p) => Some(p.analyse()?),
+        None => None,
+    };
     #[cfg(feature = "stm")]
     let (stm_commits, stm_aborts) = if config.backend == Backend::Stm {
         (Some(sync.stm.commits), Some(sync.stm.aborts()))
@@ -504,6 +606,8 @@ pub fn run_warp_from(
         attempts: sync.attempts,
         stm_commits,
         stm_aborts,
+        parallelism,
+        time_limited,
     })
 }
 

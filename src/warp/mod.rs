@@ -19,12 +19,15 @@
 //! - [`message`]: events, antievents and their acks, naming contact instances.
 //! - [`entity`]: one body on its own clock: step, resolve, rollback (Figure 5, Algorithms 2-7).
 //! - [`engine`]: entities as soft-threads on a work-stealing pool; committed frames out.
+//! - [`profile`]: the parallelism estimate: each task's time and what it waited for; work,
+//!   span and the speedup bounds they give.
 //! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
 
 pub mod engine;
 pub mod entity;
 pub mod gvt;
 pub mod message;
+pub mod profile;
 pub mod reference;
 pub mod rules;
 pub mod tvht;
@@ -36,6 +39,9 @@ pub type EntityId = u32;
 /// A dynamic body, numbered in scene order among the dynamic bodies.
 pub type BodyId = u32;
 
-pub use engine::{WarpConfig, WarpStats, run_warp, run_warp_from};
+pub use engine::{
+    WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from, run_warp_from_with, run_warp_with,
+};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
+pub use profile::Parallelism;
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};
