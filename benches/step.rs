@@ -97,6 +97,7 @@ fn bench_warp(c: &mut Criterion) {
         threads: 1,
         backend: Backend::COMPILED[0],
         window: None,
+        chaos: None,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();
