@@ -70,7 +70,11 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             engine: EngineKind::Frame,
-            backend: Backend::Stm,
+            // The build's own default guard, so that a default run works in a locks-only build.
+            backend: match crate::sync::Backend::default().name() {
+                "stm" => Backend::Stm,
+                _ => Backend::Locks,
+            },
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             seconds: None,
             progress: false,

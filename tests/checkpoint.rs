@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use timewarp::checkpoint::{Checkpoint, Checkpointer, EngineState, write_atomic};
 use timewarp::dynamics::BodyState;
 use timewarp::output::{Checksum, FrameSink, Tee};
-use timewarp::run::{Backend, EngineKind, Resume, RunOptions, run_scene, run_scene_with};
+use timewarp::run::{EngineKind, Resume, RunOptions, run_scene, run_scene_with};
 use timewarp::scene::builtin;
 
 fn timewarp(args: &[&str], dir: &Path) -> Output {
@@ -298,11 +298,6 @@ impl FrameSink for FailAt {
 fn options(engine: EngineKind, seconds: f64, threads: usize) -> RunOptions {
     RunOptions {
         engine,
-        backend: if cfg!(feature = "stm") {
-            Backend::Stm
-        } else {
-            Backend::Locks
-        },
         threads,
         seconds: Some(seconds),
         label: "test".into(),

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use timewarp::dynamics::BodyState;
 use timewarp::output::{Checksum, FrameSink, Tee};
-use timewarp::run::{Backend, EngineKind, RunOptions, run_scene};
+use timewarp::run::{EngineKind, RunOptions, run_scene};
 use timewarp::scene::{Scene, builtin, from_toml_str};
 
 /// Checks every committed state: finite, and (optionally) no faster than `max_speed`.
@@ -56,11 +56,6 @@ impl FrameSink for Sane {
 fn options(engine: EngineKind, seconds: f64, threads: usize) -> RunOptions {
     RunOptions {
         engine,
-        backend: if cfg!(feature = "stm") {
-            Backend::Stm
-        } else {
-            Backend::Locks
-        },
         threads,
         seconds: Some(seconds),
         label: "degenerate".into(),

@@ -16,7 +16,7 @@
 use glam::{Quat, Vec3};
 use timewarp::dynamics::BodyState;
 use timewarp::output::FrameSink;
-use timewarp::run::{Backend, EngineKind, RunOptions, run_scene};
+use timewarp::run::{EngineKind, RunOptions, run_scene};
 use timewarp::scene::{BodyDesc, Scene, Shape, World};
 
 const RADIUS: f32 = 0.05;
@@ -70,11 +70,7 @@ fn run(scene: &Scene, engine: EngineKind, seconds: f64) -> Vec<Vec<BodyState>> {
     let scene = &scene;
     let options = RunOptions {
         engine,
-        // Whichever guard this build carries (both give the same bits).
-        backend: match timewarp::sync::Backend::default().name() {
-            "stm" => Backend::Stm,
-            _ => Backend::Locks,
-        },
+        // The default: whichever guard this build carries (both give the same bits).
         threads: 2,
         seconds: Some(seconds),
         label: "fast".into(),
