@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every loom model against the real code — the STM's, and the engine's (sync seam, TVHT,
-# GVT buffer, the warp entities' rollback protocol: tests/engine_*.rs) — then every negative control (the same model against a
+# GVT buffer, the warp entities' rollback protocol, the island graph: tests/engine_*.rs) — then every negative control (the same model against a
 # deliberately broken STM or engine), and checks that each control fails with its model's own
 # assertion message (or loom's deadlock report). Exits non-zero if a model fails or a control
 # passes (or fails for another reason). Each cfg combination builds in its own target dir:
@@ -81,6 +81,8 @@ engine_controls=(
     "record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_two_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_three_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
+    "unguarded_groups|engine_groups|groups_fuse_split_rollback_locks|ISLAND GRAPH BROKEN"
+    "unguarded_groups|engine_groups|groups_fuse_split_rollback_stm|ISLAND GRAPH BROKEN"
 )
 broken_env=(env CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-engine"
     RUSTFLAGS="--cfg loom --cfg timewarp_broken")

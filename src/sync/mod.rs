@@ -1,7 +1,7 @@
 //! # sync: the seam between the engine and its guard
 //!
 //! The engine's shared structures — the TVHT and the GVT buffer of seed 000 (Koenig,
-//! Karamouzas and Guy, Sections 3 and 4), later the island graph — are arrays of slots changed
+//! Karamouzas and Guy, Sections 3 and 4) and the island graph of contact groups — are arrays of slots changed
 //! only inside **critical sections**. A section names, up front, the keys (slot indices, e.g.
 //! TVHT bucket ids) it will touch and then reads and writes just those slots. What makes the
 //! section atomic is chosen by Cargo features (`DESIGN.md`, "The guard"):
@@ -39,15 +39,18 @@ pub use table::{Table, View};
 /// `gvt_count_check_outside` (the GVT buffer checks that every body has recorded a tick in a
 /// section of its own, then commits it in another without checking again),
 /// `record_before_ack` (a warp entity records ticks in the GVT buffer without waiting for the
-/// acks of the events and antievents it sent at them: the resolve phase is skipped).
+/// acks of the events and antievents it sent at them: the resolve phase is skipped),
+/// `unguarded_groups` (every operation on the warp engine's island graph runs on copies read in
+/// one section and written back in another).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 4] = [
+    const KNOWN: [&str; 5] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_count_check_outside",
         "record_before_ack",
+        "unguarded_groups",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

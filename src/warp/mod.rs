@@ -14,6 +14,9 @@
 //!
 //! The entity protocol and its scheduler build on these two:
 //!
+//! - [`groups`]: the island graph over time (seeds 001 and 002): which contact group holds
+//!   which bodies and contacts, from which tick, made from which parents; fusion, deferred
+//!   fission, and rollback across both, each one section.
 //! - [`rules`]: the per-tick rules (contacts from pre-event states, kicks in canonical order,
 //!   free flight) that make a committed state a function of the previous one.
 //! - [`message`]: events, antievents and their acks, naming contact instances.
@@ -25,6 +28,7 @@
 
 pub mod engine;
 pub mod entity;
+pub mod groups;
 pub mod gvt;
 pub mod message;
 pub mod profile;
@@ -42,6 +46,7 @@ pub type BodyId = u32;
 pub use engine::{
     WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from, run_warp_from_with, run_warp_with,
 };
+pub use groups::{Group, GroupError, GroupGraph, GroupId, Undo};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use profile::Parallelism;
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};
