@@ -10,58 +10,12 @@
 use glam::{Quat, Vec3};
 use timewarp::dynamics::BodyState;
 use timewarp::frame::{FrameConfig, FrameEngine};
-use timewarp::scene::{BodyDesc, Scene, Shape, World};
+use timewarp::scene::{BodyDesc, Scene, Shape};
 use timewarp::warp::{WarpConfig, run_warp};
 
-const G: f32 = 9.81;
-
-fn world(gravity: Vec3) -> World {
-    World {
-        gravity,
-        ticks_per_second: 960,
-        frame_ticks: 16,
-        window: 256,
-        seconds: 10.0,
-    }
-}
-
-fn body(shape: Shape, position: Vec3, mass: f32) -> BodyDesc {
-    BodyDesc {
-        shape,
-        position,
-        rotation: Quat::IDENTITY,
-        velocity: Vec3::ZERO,
-        angular_velocity: Vec3::ZERO,
-        mass,
-        restitution: 0.0,
-        friction: 0.5,
-        is_static: false,
-    }
-}
-
-fn ground() -> BodyDesc {
-    BodyDesc {
-        is_static: true,
-        ..body(
-            Shape::Plane {
-                normal: Vec3::Y,
-                offset: 0.0,
-            },
-            Vec3::ZERO,
-            0.0,
-        )
-    }
-}
-
-fn sphere(r: f32) -> Shape {
-    Shape::Sphere { radius: r }
-}
-
-fn unit_box() -> Shape {
-    Shape::Cuboid {
-        half_extents: Vec3::splat(0.5),
-    }
-}
+#[path = "support/bodies.rs"]
+mod bodies;
+use bodies::*;
 
 fn engine(scene: &Scene, threads: usize) -> FrameEngine {
     FrameEngine::new(
@@ -333,22 +287,6 @@ fn box_rests_without_drift_and_sleeps() {
     assert!(drift < 1e-3, "drifted {drift} m");
     assert!(e.is_sleeping(1), "the box did not fall asleep");
     assert!(!e.is_sleeping(0));
-}
-
-fn pyramid(base: usize, offset: Vec3) -> Vec<BodyDesc> {
-    let mut v = Vec::new();
-    for row in 0..base {
-        let count = base - row;
-        for i in 0..count {
-            let x = (i as f32 - (count as f32 - 1.0) * 0.5) * 1.0;
-            v.push(body(
-                unit_box(),
-                offset + Vec3::new(x, 0.5 + row as f32, 0.0),
-                1.0,
-            ));
-        }
-    }
-    v
 }
 
 #[test]

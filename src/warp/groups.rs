@@ -121,6 +121,9 @@ pub struct Slot {
     pruned: Tick,
 }
 
+/// A group to make in a [`GroupGraph::regroup`]: its bodies and its contact edges.
+pub type NewGroup = (Vec<BodyId>, Vec<(BodyId, BodyId)>);
+
 /// What an operation refused (nothing was changed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GroupError {
@@ -138,6 +141,8 @@ pub enum GroupError {
     ContactOutside(GroupId, (BodyId, BodyId)),
     /// A rollback to before the run's first tick.
     BeforeStart(GroupId, Tick),
+    /// The children of a regroup at this tick do not hold exactly the parents' bodies.
+    NotAPartition(Tick),
 }
 
 impl fmt::Display for GroupError {
@@ -156,6 +161,10 @@ impl fmt::Display for GroupError {
             GroupError::BeforeStart(g, t) => {
                 write!(f, "{g} cannot roll back to tick {t}, before the run began")
             }
+            GroupError::NotAPartition(t) => write!(
+                f,
+                "the groups made at tick {t} do not hold exactly the bodies of their parents"
+            ),
         }
     }
 }
@@ -214,21 +223,29 @@ fn note_lacking(v: &View<'_, Slot>, bodies: &[BodyId], lacks: &mut Vec<usize>) {
     );
 }
 
-/// The connected components of `bodies` under `edges`, each ascending, ordered by smallest body.
-fn components(bodies: &[BodyId], edges: &[(BodyId, BodyId)]) -> Vec<Vec<BodyId>> {
-    let index = |b: BodyId| bodies.binary_search(&b).expect("edge outside the group");
-    let mut parent: Vec<usize> = (0..bodies.len()).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
+/// The root of `i` in a union-find forest (with path halving).
+pub(crate) fn root(parent: &mut [usize], mut i: usize) -> usize {
+    while parent[i] != i {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
     }
+    i
+}
+
+/// Joins the sets of `a` and `b`; the smaller root stays the root, so a set's root is its
+/// smallest member.
+pub(crate) fn union(parent: &mut [usize], a: usize, b: usize) {
+    let (ra, rb) = (root(parent, a), root(parent, b));
+    parent[ra.max(rb)] = ra.min(rb);
+}
+
+/// The connected components of `bodies` (ascending) under `edges`, each ascending, ordered by
+/// smallest body.
+pub fn components(bodies: &[BodyId], edges: &[(BodyId, BodyId)]) -> Vec<Vec<BodyId>> {
+    let index = |b: BodyId| bodies.binary_search(&b).expect("an edge outside its group");
+    let mut parent: Vec<usize> = (0..bodies.len()).collect();
     for &(a, b) in edges {
-        let (ra, rb) = (root(&mut parent, index(a)), root(&mut parent, index(b)));
-        // The smaller index becomes the root, so a component's root is its smallest body.
-        parent[ra.max(rb)] = ra.min(rb);
+        union(&mut parent, index(a), index(b));
     }
     let mut out: Vec<Vec<BodyId>> = Vec::new();
     let mut slot_of_root = vec![usize::MAX; bodies.len()];
@@ -353,8 +370,146 @@ impl GroupGraph {
         }
     }
 
+    /// The general change at `tick` (after every parent's birth): the live groups `parents`
+    /// end, and `children` — each its bodies and its contact edges — are born, holding exactly
+    /// the parents' bodies between them. Fusion ([`GroupGraph::fuse`]: many parents, one
+    /// child), fission ([`GroupGraph::split`]: one parent, many children) and both at once (a
+    /// group splits and one piece fuses with a neighbour at the same tick) are all this. A child
+    /// keeps the may-split flag of every parent it holds whole (a flag is not lost by fusing).
+    /// Returns the children's ids, in the order given.
+    pub fn regroup(
+        &self,
+        parents: &[GroupId],
+        tick: Tick,
+        children: &[NewGroup],
+    ) -> Result<Vec<GroupId>, GroupError> {
+        Ok(self
+            .regroup_if(parents, tick, children, None)?
+            .expect("no edges to check"))
+    }
+
+    /// [`GroupGraph::regroup`], done only if the single parent's edges are still `edges` when
+    /// given (`Ok(None)` otherwise, nothing changed): a split decided on a look at them.
+    fn regroup_if(
+        &self,
+        parents: &[GroupId],
+        tick: Tick,
+        children: &[NewGroup],
+        edges: Option<&[(BodyId, BodyId)]>,
+    ) -> Result<Option<Vec<GroupId>>, GroupError> {
+        let mut keys = Vec::new();
+        for &p in parents {
+            self.check_group(p)?;
+            keys.extend(self.peek_bodies(p));
+        }
+        let mut parents = parents.to_vec();
+        parents.sort_unstable();
+        if let Some(w) = parents.windows(2).find(|w| w[0] == w[1]) {
+            return Err(GroupError::SameGroup(w[0]));
+        }
+        let mut kids: Vec<Group> = Vec::with_capacity(children.len());
+        for (bodies, edges) in children {
+            let mut bodies = bodies.clone();
+            bodies.sort_unstable();
+            bodies.dedup();
+            let Some(&rep) = bodies.first() else {
+                return Err(GroupError::NotAPartition(tick));
+            };
+            let mut edges: Vec<(BodyId, BodyId)> = edges.iter().map(|&e| sorted_edge(e)).collect();
+            edges.sort_unstable();
+            edges.dedup();
+            let id = GroupId { birth: tick, rep };
+            let outside = |b: BodyId| bodies.binary_search(&b).is_err();
+            if let Some(&e) = edges
+                .iter()
+                .find(|&&(a, b)| a == b || outside(a) || outside(b))
+            {
+                return Err(GroupError::ContactOutside(id, e));
+            }
+            kids.push(Group {
+                id,
+                bodies,
+                contacts: edges,
+                parents: Vec::new(),
+                end: None,
+                children: Vec::new(),
+                may_split: false,
+            });
+        }
+        self.run(keys, |v| {
+            let mut lacks = Vec::new();
+            let mut union: Vec<BodyId> = Vec::new();
+            let mut records: Vec<&Group> = Vec::with_capacity(parents.len());
+            for &p in &parents {
+                match lookup(v, p, &mut lacks) {
+                    Some(r) => {
+                        if let Some(e) = r.end {
+                            return Plan::Done(Err(GroupError::Ended(p, e)));
+                        }
+                        if tick <= p.birth {
+                            return Plan::Done(Err(GroupError::NotAfterBirth(p, tick)));
+                        }
+                        if edges.is_some_and(|e| e != r.contacts.as_slice()) {
+                            return Plan::Done(Ok(None));
+                        }
+                        union.extend(&r.bodies);
+                        records.push(r);
+                    }
+                    None if lacks.is_empty() => {
+                        return Plan::Done(Err(GroupError::UnknownGroup(p)));
+                    }
+                    None => {}
+                }
+            }
+            if !lacks.is_empty() {
+                return Plan::Lacks(lacks);
+            }
+            union.sort_unstable();
+            let mut given: Vec<BodyId> = kids.iter().flat_map(|k| k.bodies.clone()).collect();
+            given.sort_unstable();
+            if given != union {
+                return Plan::Done(Err(GroupError::NotAPartition(tick)));
+            }
+            note_lacking(v, &union, &mut lacks);
+            if !lacks.is_empty() {
+                return Plan::Lacks(lacks);
+            }
+            // Who contributed to whom, and the flags carried by whole parents.
+            let mut born = kids.clone();
+            let mut ends: Vec<Vec<GroupId>> = vec![Vec::new(); records.len()];
+            for kid in &mut born {
+                for (r, end) in records.iter().zip(&mut ends) {
+                    let held = r.bodies.iter().filter(|&&b| kid.has(b)).count();
+                    if held > 0 {
+                        kid.parents.push(r.id);
+                        end.push(kid.id);
+                    }
+                    if held == r.bodies.len() {
+                        kid.may_split |= r.may_split;
+                    }
+                }
+            }
+            // Everything read; now change.
+            for (&p, mut end) in parents.iter().zip(ends) {
+                end.sort_unstable();
+                let r = lookup_mut(v, p);
+                r.end = Some(tick);
+                r.children = end;
+            }
+            let ids: Vec<GroupId> = born.iter().map(|k| k.id).collect();
+            for kid in born {
+                for &body in &kid.bodies {
+                    v.get_mut(body as usize).history.push((tick, kid.id));
+                }
+                v.get_mut(kid.id.rep as usize).groups.push(kid);
+            }
+            Plan::Done(Ok(Some(ids)))
+        })
+    }
+
     /// Fuses live groups `a` and `b` at `tick` (after both births) because of the contact
-    /// `contact` between a body of one and a body of the other. Returns the new group.
+    /// `contact` between a body of one and a body of the other: one child with the bodies and
+    /// edges of both and the new contact. Returns the new group.
     pub fn fuse(
         &self,
         a: GroupId,
@@ -362,71 +517,28 @@ impl GroupGraph {
         tick: Tick,
         contact: (BodyId, BodyId),
     ) -> Result<GroupId, GroupError> {
-        self.check_group(a)?;
-        self.check_group(b)?;
         if a == b {
             return Err(GroupError::SameGroup(a));
         }
-        let mut keys = self.peek_bodies(a);
-        keys.extend(self.peek_bodies(b));
-        self.run(keys, |v| {
-            let mut lacks = Vec::new();
-            let (ra, rb) = (lookup(v, a, &mut lacks), lookup(v, b, &mut lacks));
-            if !lacks.is_empty() {
-                return Plan::Lacks(lacks);
-            }
-            let (Some(ra), Some(rb)) = (ra, rb) else {
-                let missing = if ra.is_none() { a } else { b };
-                return Plan::Done(Err(GroupError::UnknownGroup(missing)));
-            };
-            for r in [ra, rb] {
-                if let Some(e) = r.end {
-                    return Plan::Done(Err(GroupError::Ended(r.id, e)));
-                }
-                if tick <= r.id.birth {
-                    return Plan::Done(Err(GroupError::NotAfterBirth(r.id, tick)));
-                }
-            }
-            let (c0, c1) = contact;
-            if !((ra.has(c0) && rb.has(c1)) || (ra.has(c1) && rb.has(c0))) {
-                return Plan::Done(Err(GroupError::ContactOutside(a, contact)));
-            }
-            let mut bodies: Vec<BodyId> = ra.bodies.iter().chain(&rb.bodies).copied().collect();
-            bodies.sort_unstable();
-            note_lacking(v, &bodies, &mut lacks);
-            if !lacks.is_empty() {
-                return Plan::Lacks(lacks);
-            }
-            let mut contacts: Vec<(BodyId, BodyId)> =
-                ra.contacts.iter().chain(&rb.contacts).copied().collect();
-            contacts.push(sorted_edge(contact));
-            contacts.sort_unstable();
-            contacts.dedup();
-            let id = GroupId {
-                birth: tick,
-                rep: bodies[0],
-            };
-            let (ma, mb) = (ra.may_split, rb.may_split);
-            // Everything read; now change.
-            for p in [a, b] {
-                let r = lookup_mut(v, p);
-                r.end = Some(tick);
-                r.children = vec![id];
-            }
-            for &body in &bodies {
-                v.get_mut(body as usize).history.push((tick, id));
-            }
-            v.get_mut(id.rep as usize).groups.push(Group {
-                id,
-                bodies,
-                contacts,
-                parents: vec![a.min(b), a.max(b)],
-                end: None,
-                children: Vec::new(),
-                may_split: ma || mb,
-            });
-            Plan::Done(Ok(id))
-        })
+        let (ra, rb) = (self.group_or_err(a)?, self.group_or_err(b)?);
+        let (c0, c1) = contact;
+        if !((ra.has(c0) && rb.has(c1)) || (ra.has(c1) && rb.has(c0))) {
+            return Err(GroupError::ContactOutside(a, contact));
+        }
+        let mut bodies = ra.bodies.clone();
+        bodies.extend(&rb.bodies);
+        let mut edges = ra.contacts.clone();
+        edges.extend(&rb.contacts);
+        edges.push(contact);
+        // The records were looked at before the section: if either changed since, the
+        // section refuses (ended, or not a partition of the parents' bodies any more).
+        Ok(self.regroup(&[a, b], tick, &[(bodies, edges)])?[0])
+    }
+
+    /// A look at a group's record, or the error that names it.
+    fn group_or_err(&self, id: GroupId) -> Result<Group, GroupError> {
+        self.check_group(id)?;
+        self.group(id).ok_or(GroupError::UnknownGroup(id))
     }
 
     /// Replaces the contact edges of live group `id` (each between two of its bodies); flags it
@@ -466,65 +578,49 @@ impl GroupGraph {
     /// contact edges. A connected group does not split: its may-split flag is cleared and the
     /// result is `[id]`. Otherwise the result is the children, ordered by smallest body.
     pub fn split(&self, id: GroupId, tick: Tick) -> Result<Vec<GroupId>, GroupError> {
-        self.check_group(id)?;
-        let keys = self.peek_bodies(id);
-        self.run(keys, |v| {
-            let mut lacks = Vec::new();
-            let Some(r) = lookup(v, id, &mut lacks) else {
-                return if lacks.is_empty() {
-                    Plan::Done(Err(GroupError::UnknownGroup(id)))
-                } else {
-                    Plan::Lacks(lacks)
-                };
-            };
+        loop {
+            let r = self.group_or_err(id)?;
             if let Some(e) = r.end {
-                return Plan::Done(Err(GroupError::Ended(id, e)));
+                return Err(GroupError::Ended(id, e));
             }
             if tick <= id.birth {
-                return Plan::Done(Err(GroupError::NotAfterBirth(id, tick)));
+                return Err(GroupError::NotAfterBirth(id, tick));
             }
             let parts = components(&r.bodies, &r.contacts);
-            if parts.len() == 1 {
-                lookup_mut(v, id).may_split = false;
-                return Plan::Done(Ok(vec![id]));
-            }
-            note_lacking(v, &r.bodies, &mut lacks);
-            if !lacks.is_empty() {
-                return Plan::Lacks(lacks);
-            }
-            let children: Vec<Group> = parts
-                .into_iter()
-                .map(|bodies| Group {
-                    id: GroupId {
-                        birth: tick,
-                        rep: bodies[0],
-                    },
-                    contacts: r
-                        .contacts
-                        .iter()
-                        .filter(|e| bodies.binary_search(&e.0).is_ok())
-                        .copied()
-                        .collect(),
-                    bodies,
-                    parents: vec![id],
-                    end: None,
-                    children: Vec::new(),
-                    may_split: false,
-                })
-                .collect();
-            let ids: Vec<GroupId> = children.iter().map(|c| c.id).collect();
-            let r = lookup_mut(v, id);
-            r.end = Some(tick);
-            r.children.clone_from(&ids);
-            r.may_split = false;
-            for child in children {
-                for &body in &child.bodies {
-                    v.get_mut(body as usize).history.push((tick, child.id));
+            if parts.len() > 1 {
+                let children: Vec<NewGroup> = parts
+                    .into_iter()
+                    .map(|bodies| {
+                        let edges = r
+                            .contacts
+                            .iter()
+                            .filter(|e| bodies.binary_search(&e.0).is_ok())
+                            .copied()
+                            .collect();
+                        (bodies, edges)
+                    })
+                    .collect();
+                match self.regroup_if(&[id], tick, &children, Some(&r.contacts))? {
+                    Some(ids) => return Ok(ids),
+                    None => continue, // its edges changed since the look: look again
                 }
-                v.get_mut(child.id.rep as usize).groups.push(child);
             }
-            Plan::Done(Ok(ids))
-        })
+            // Connected as looked at: clear the flag in a section, unless the edges changed
+            // since (then look again).
+            let cleared = self.run(vec![id.rep as usize], |v| {
+                let mut lacks = Vec::new();
+                match lookup(v, id, &mut lacks) {
+                    Some(now) if now.end.is_none() && now.contacts == r.contacts => {
+                        lookup_mut(v, id).may_split = false;
+                        Plan::Done(true)
+                    }
+                    _ => Plan::Done(false),
+                }
+            });
+            if cleared {
+                return Ok(vec![id]);
+            }
+        }
     }
 
     /// Group `id` throws away its states after tick `r` (see "Rollback" in the module
@@ -743,44 +839,61 @@ fn validate_slots(slots: &[Slot]) -> Result<(), String> {
                     return Err(format!("{id} and its child {c} disagree"));
                 }
             }
-            let mut from_parents: Vec<BodyId> = Vec::new();
-            let mut all_parents_kept = true;
+            let mut present: Vec<&Group> = Vec::new();
             for &p in &g.parents {
                 match find(p) {
                     Some(parent) => {
                         if parent.end != Some(id.birth) || !parent.children.contains(&id) {
                             return Err(format!("{id} and its parent {p} disagree"));
                         }
-                        from_parents.extend(&parent.bodies);
-                        if parent.children.len() > 1 && g.parents.len() > 1 {
-                            return Err(format!("{p} both split and fused at {}", id.birth));
+                        if !parent.bodies.iter().any(|&b| g.has(b)) {
+                            return Err(format!("{id} holds no body of its parent {p}"));
                         }
-                        if parent.children.len() > 1 {
-                            // A fission: the children partition the parent.
-                            let mut parts: Vec<BodyId> = Vec::new();
-                            for &c in &parent.children {
-                                let child = find(c).ok_or(format!("{p} lost child {c}"))?;
-                                parts.extend(&child.bodies);
-                            }
-                            parts.sort_unstable();
-                            if parts != parent.bodies {
-                                return Err(format!("{p}'s children do not partition it"));
-                            }
-                        }
+                        present.push(parent);
                     }
-                    None => {
-                        if slots[p.rep as usize].pruned < id.birth {
-                            return Err(format!("{id} has a missing parent {p}"));
-                        }
-                        all_parents_kept = false;
-                    }
+                    None if slots[p.rep as usize].pruned >= id.birth => {}
+                    None => return Err(format!("{id} has a missing parent {p}")),
                 }
             }
-            from_parents.sort_unstable();
-            if g.parents.len() > 1 && all_parents_kept && from_parents != g.bodies {
-                return Err(format!(
-                    "fusion {id} does not hold exactly its parents' bodies"
-                ));
+            // The change that made it (its parents, their children, those children's parents,
+            // ...): the bodies before are exactly the bodies after, none lost or doubled.
+            if !present.is_empty() && present.len() == g.parents.len() {
+                let (mut before, mut after): (Vec<BodyId>, Vec<BodyId>) = (Vec::new(), Vec::new());
+                let (mut olds, mut news) = (BTreeSet::new(), BTreeSet::from([id]));
+                let mut todo: Vec<GroupId> = vec![id];
+                let mut whole = true;
+                while let Some(x) = todo.pop() {
+                    let Some(kid) = find(x) else {
+                        whole = false;
+                        break;
+                    };
+                    for &p in &kid.parents {
+                        let Some(parent) = find(p) else {
+                            whole = false;
+                            break;
+                        };
+                        if olds.insert(p) {
+                            before.extend(&parent.bodies);
+                            todo.extend(parent.children.iter().filter(|&&c| news.insert(c)));
+                        }
+                    }
+                }
+                if whole {
+                    for &n in &news {
+                        after.extend(
+                            &find(n)
+                                .ok_or(format!("{id}: sibling {n} is missing"))?
+                                .bodies,
+                        );
+                    }
+                    before.sort_unstable();
+                    after.sort_unstable();
+                    if before != after {
+                        return Err(format!(
+                            "the change that made {id} turned bodies {before:?} into {after:?}"
+                        ));
+                    }
+                }
             }
         }
     }
@@ -903,6 +1016,50 @@ mod tests {
             assert_eq!(graph.group(g(7, 0)).unwrap().bodies, vec![0]);
             assert_eq!(graph.group_of(0).unwrap(), g(7, 0));
             assert_eq!(graph.split(abc, 8), Err(GroupError::Ended(abc, 7)));
+        });
+    }
+
+    #[test]
+    fn regroup_splits_and_fuses_at_one_tick() {
+        each_backend(|graph| {
+            let ab = graph.fuse(g(0, 0), g(0, 1), 2, (0, 1)).unwrap();
+            graph.set_contacts(ab, &[]).unwrap();
+            // At tick 5, {0, 1} falls apart and body 1 lands on body 2: two parents, two
+            // children, neither a plain fusion nor a plain fission.
+            let kids = graph
+                .regroup(
+                    &[ab, g(0, 2)],
+                    5,
+                    &[(vec![0], vec![]), (vec![2, 1], vec![(2, 1)])],
+                )
+                .unwrap();
+            assert_eq!(kids, vec![g(5, 0), g(5, 1)]);
+            assert_eq!(graph.group(ab).unwrap().children, kids);
+            assert_eq!(graph.group(g(0, 2)).unwrap().children, vec![g(5, 1)]);
+            assert_eq!(graph.group(g(5, 1)).unwrap().parents, vec![g(0, 2), ab]);
+            assert_eq!(graph.group(g(5, 1)).unwrap().contacts, vec![(1, 2)]);
+            // Nothing lost or doubled, and the parents must be live.
+            assert_eq!(
+                graph.regroup(&[g(5, 0), g(5, 1)], 6, &[(vec![0, 1], vec![])]),
+                Err(GroupError::NotAPartition(6))
+            );
+            assert_eq!(
+                graph.regroup(
+                    &[g(5, 0), g(5, 1)],
+                    6,
+                    &[(vec![0, 1, 2, 2], vec![]), (vec![1], vec![])]
+                ),
+                Err(GroupError::NotAPartition(6))
+            );
+            assert_eq!(
+                graph.regroup(&[ab], 6, &[(vec![0, 1], vec![])]),
+                Err(GroupError::Ended(ab, 5))
+            );
+            graph.validate().unwrap();
+            // A rollback of the piece holding body 2 to tick 4 undoes the whole change.
+            let undo = graph.rollback(g(5, 1), 4).unwrap();
+            assert_eq!(undo.rolled_back, vec![g(0, 2), ab]);
+            assert_eq!(undo.deleted, kids);
         });
     }
 
@@ -1038,6 +1195,29 @@ mod tests {
         let mut slots = graph.table.snapshot();
         slots[2].history.push((4, GroupId { birth: 4, rep: 2 }));
         assert!(validate_slots(&slots).is_err());
+        // A fusion that lost a body on the way.
+        graph
+            .fuse(
+                GroupId { birth: 0, rep: 0 },
+                GroupId { birth: 0, rep: 1 },
+                3,
+                (0, 1),
+            )
+            .unwrap();
+        let mut slots = graph.table.snapshot();
+        validate_slots(&slots).unwrap();
+        let fused = slots[0]
+            .groups
+            .iter_mut()
+            .find(|g| g.id.birth == 3)
+            .unwrap();
+        fused.bodies.pop();
+        fused.contacts.clear();
+        slots[1].history.pop();
+        slots[1].groups[0].end = None;
+        slots[1].groups[0].children.clear();
+        let e = validate_slots(&slots).unwrap_err();
+        assert!(e.contains("parent"), "{e}");
     }
 
     /// Many threads (far more than cores) fuse, split and roll back random groups of a shared

@@ -17,6 +17,8 @@
 //! - [`groups`]: the island graph over time (seeds 001 and 002): which contact group holds
 //!   which bodies and contacts, from which tick, made from which parents; fusion, deferred
 //!   fission, and rollback across both, each one section.
+//! - [`group_rules`]: the per-tick rules of contact groups (fission, fusion on slow contacts,
+//!   an island's step with the island solver, sleep), which the grouped reference applies.
 //! - [`rules`]: the per-tick rules (contacts from pre-event states, kicks in canonical order,
 //!   free flight) that make a committed state a function of the previous one.
 //! - [`message`]: events, antievents and their acks, naming contact instances.
@@ -28,6 +30,7 @@
 
 pub mod engine;
 pub mod entity;
+pub mod group_rules;
 pub mod groups;
 pub mod gvt;
 pub mod message;
@@ -46,7 +49,7 @@ pub type BodyId = u32;
 pub use engine::{
     WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from, run_warp_from_with, run_warp_with,
 };
-pub use groups::{Group, GroupError, GroupGraph, GroupId, Undo};
+pub use groups::{Group, GroupError, GroupGraph, GroupId, NewGroup, Undo};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use profile::Parallelism;
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};

@@ -6,9 +6,14 @@
 //! summed in the canonical order). No messages, no rollback, no hash table. The warp engine's
 //! committed frames must equal these bit for bit, for any thread count, backend and window
 //! (`tests/warp.rs`); it is quadratic in the number of bodies, so it is for small scenes.
+//!
+//! [`grouped_reference`] is the same with contact groups (seed 001, Mirtich, Section 4.4): the
+//! rules of [`super::group_rules`] — fission, fusion on slow contacts, islands solved together,
+//! sleep — in lock-step. It is what the warp engine with contact groups must equal.
 
-use super::Tick;
+use super::group_rules::{Change, Island, initial_islands, regroup, step_island};
 use super::rules::{Kick, Rules};
+use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
 
 /// The states of the dynamic bodies at every frame tick `0, frame_ticks, ..., end_tick`.
@@ -40,4 +45,92 @@ pub fn reference_frames(rules: &Rules, frame_ticks: u64, end_tick: Tick) -> Vec<
         }
     }
     frames
+}
+
+/// What the grouped reference computed ([`grouped_reference`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupedRun {
+    /// The states of the dynamic bodies at every frame tick, as [`reference_frames`].
+    pub frames: Vec<Vec<BodyState>>,
+    /// Every fusion and fission, in tick order.
+    pub changes: Vec<Change>,
+    /// Groups that fell asleep (the tick whose state they keep) and groups woken by a kick.
+    pub sleeps: Vec<(Tick, Vec<BodyId>)>,
+    pub wakes: Vec<(Tick, Vec<BodyId>)>,
+    /// The groups after the last tick.
+    pub islands: Vec<Island>,
+}
+
+/// The sequential reference with contact groups: the rules of [`super::group_rules`] applied
+/// in lock-step to every body from its initial state (all pairs by brute force, for small
+/// scenes). At each tick: regroup (not at tick 0, whose groups are [`initial_islands`]), kicks
+/// between groups from the pre-event states (waking a kicked sleeping group), then each group
+/// steps.
+pub fn grouped_reference(
+    rules: &Rules,
+    frame_ticks: u64,
+    end_tick: Tick,
+) -> Result<GroupedRun, String> {
+    let n = rules.bodies();
+    let mut states = rules.initial.clone();
+    let mut run = GroupedRun {
+        frames: vec![states.clone()],
+        changes: Vec::new(),
+        sleeps: Vec::new(),
+        wakes: Vec::new(),
+        islands: initial_islands(rules, &states),
+    };
+    let mut kicks: Vec<Vec<Kick>> = vec![Vec::new(); n];
+    let mut island_of = vec![0usize; n];
+    for tick in 0..end_tick {
+        if tick > 0 {
+            let changes = regroup(rules, &mut run.islands, &states, tick);
+            run.changes.extend(changes);
+        }
+        for (i, isl) in run.islands.iter().enumerate() {
+            for &b in &isl.bodies {
+                island_of[b as usize] = i;
+            }
+        }
+        for k in kicks.iter_mut() {
+            k.clear();
+        }
+        let boxes: Vec<_> = (0..n).map(|b| rules.aabb(b, &states[b])).collect();
+        for a in 0..n {
+            for b in a + 1..n {
+                let (ia, ib) = (island_of[a], island_of[b]);
+                if ia == ib
+                    || (run.islands[ia].asleep && run.islands[ib].asleep)
+                    || !boxes[a].overlaps(&boxes[b])
+                {
+                    continue;
+                }
+                if let Some(k) = rules.pair_kick(a, &states[a], b, &states[b]) {
+                    kicks[a].push(k);
+                }
+                if let Some(k) = rules.pair_kick(b, &states[b], a, &states[a]) {
+                    kicks[b].push(k);
+                }
+            }
+        }
+        for isl in run.islands.iter_mut() {
+            let mut own: Vec<Vec<Kick>> = isl
+                .bodies
+                .iter()
+                .map(|&b| std::mem::take(&mut kicks[b as usize]))
+                .collect();
+            if isl.asleep && own.iter().any(|k| !k.is_empty()) {
+                isl.asleep = false;
+                isl.rest_ticks = 0;
+                run.wakes.push((tick, isl.bodies.clone()));
+            }
+            if step_island(rules, isl, &mut states, &mut own)? {
+                run.sleeps.push((tick + 1, isl.bodies.clone()));
+            }
+        }
+        if (tick + 1) % frame_ticks == 0 {
+            run.frames.push(states.clone());
+        }
+    }
+    Ok(run)
 }

@@ -232,7 +232,7 @@ impl Rules {
         sa: &BodyState,
         b: usize,
         sb: &BodyState,
-    ) -> Option<(Vec3, Vec3)> {
+    ) -> Option<(Vec3, Vec3, Vec3)> {
         debug_assert!(a < b);
         let m = collide(
             &self.shapes[a],
@@ -252,21 +252,36 @@ impl Rules {
             mix_restitution(self.restitution[a], self.restitution[b]),
             mix_friction(self.friction[a], self.friction[b]),
         );
-        (r.impulse != Vec3::ZERO && r.impulse.is_finite()).then_some((r.impulse, point))
+        (r.impulse != Vec3::ZERO && r.impulse.is_finite()).then_some((r.impulse, point, m.normal))
     }
 
     /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
     /// (boxes included).
     pub fn in_contact(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
+        self.approach_speed(a, sa, b, sb).is_some()
+    }
+
+    /// When dynamic bodies `a` and `b` (any order) are in contact at these pre-event states:
+    /// how fast they approach along the normal at the contact point (m/s, the same bits
+    /// whichever order they are given in). Contact groups fuse on slow contacts
+    /// ([`super::group_rules`]).
+    pub fn approach_speed(
+        &self,
+        a: usize,
+        sa: &BodyState,
+        b: usize,
+        sb: &BodyState,
+    ) -> Option<f32> {
         if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
-            return false;
+            return None;
         }
         let (x, sx, y, sy) = if a < b {
             (a, sa, b, sb)
         } else {
             (b, sb, a, sa)
         };
-        self.pair_impulse(x, sx, y, sy).is_some()
+        let (_, point, normal) = self.pair_impulse(x, sx, y, sy)?;
+        Some(-(sy.point_velocity(point) - sx.point_velocity(point)).dot(normal))
     }
 
     /// Body `me`'s kick from its contact with dynamic body `other`, both at their pre-event
@@ -282,10 +297,11 @@ impl Rules {
             return None;
         }
         let (p, point) = if me < other {
-            let (p, point) = self.pair_impulse(me, s_me, other, s_other)?;
+            let (p, point, _) = self.pair_impulse(me, s_me, other, s_other)?;
             (-p, point) // the impulse is on B = other; A = me gets its opposite
         } else {
-            self.pair_impulse(other, s_other, me, s_me)?
+            let (p, point, _) = self.pair_impulse(other, s_other, me, s_me)?;
+            (p, point)
         };
         Some(self.kick(me, s_me, self.scene_index[other], p, point))
     }

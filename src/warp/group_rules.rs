@@ -1,0 +1,461 @@
+//! # Contact groups, tick by tick: fusion, fission, sleep, and an island's step
+//!
+//! Seed 001 (Mirtich), Section 4.4, and seed 000 (Koenig et al.), Section 7: bodies resting on
+//! each other would exchange an event at every tick, so bodies in slow, lasting contact are
+//! simulated together as one *contact group* (an island), with the island contact solver of
+//! the physics core ([`crate::dynamics::solve_island`], Box2D v3's soft step, seed 002). These
+//! are the per-tick rules that say which bodies form a group at each tick and how a group moves,
+//! written so that the result is a pure function of the states (DESIGN.md, "Determinism is a
+//! contract"): the sequential reference ([`super::reference::grouped_reference`]) applies them
+//! in lock-step, and the warp engine must equal it bit for bit.
+//!
+//! At every tick `k` (after the run's first), in this order:
+//!
+//! 1. **Fission** (Box2D's split, decided at the tick): an awake group of several bodies finds
+//!    its contacts at `k` (the narrow phase within the group and with the static bodies, down
+//!    to a gap of [`GROUP_MARGIN`]); if its touching pairs no longer connect its bodies, it
+//!    splits into the connected components.
+//! 2. **Fusion**: two bodies of different groups, not both asleep, that are *in contact* at `k`
+//!    by rule 2 of [`super::rules`] with an approach speed below [`FUSE_SPEED`] fuse their
+//!    groups (transitively: the groups joined by such contacts become one). Faster contacts
+//!    stay collisions between groups: kicks, events in the warp engine.
+//! 3. **Kicks** between groups at `k` from the pre-event states, as for single bodies; a
+//!    sleeping group that is kicked wakes.
+//! 4. **Step**: a single body moves by the rules of [`super::rules`] (its static contacts and
+//!    its kicks, then free flight). A group of several bodies adds its kicks to its bodies'
+//!    velocities (canonical order), then solves its own contacts and its static contacts for one
+//!    tick with the island solver (one substep of one tick), warm-started from its impulses of
+//!    the tick before. A sleeping group does not move at all.
+//! 5. **Sleep**: a group whose bodies are all slower than [`SLEEP_SPEED`] (and spin slower than
+//!    [`SLEEP_SPIN`]) for [`TIME_TO_SLEEP`] falls asleep; waking (a fusion with an awake group,
+//!    a kick) resets its timer. Waking propagates through touching bodies because touching,
+//!    slow bodies are one group.
+//!
+//! The groups at the first tick of a fresh run are the fusion of the single bodies by rule 2 at
+//! that tick ([`initial_islands`]); a resumed run takes them from its checkpoint. So no group
+//! ever changes at its birth tick (what [`super::groups::GroupGraph`] requires), and a run cut
+//! and resumed at any tick makes the same groups as one that was not.
+
+use super::groups::{components, root, union};
+use super::rules::{Kick, Rules};
+use super::{BodyId, Tick};
+use crate::dynamics::{
+    BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, SolverBody, SolverParams,
+    solve_island,
+};
+use crate::geometry::{Manifold, Pose, collide, shape_aabb};
+use crate::scene::{Shape, mix_friction, mix_restitution};
+
+/// Contacts approaching slower than this (m/s) fuse their groups.
+pub const FUSE_SPEED: f32 = 0.5;
+/// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
+/// they rest, and the solver's speculative points stop an approach before it penetrates.
+pub const GROUP_MARGIN: f32 = 0.005;
+/// A body slower than this (m/s) may sleep (Box2D's default).
+pub const SLEEP_SPEED: f32 = 0.05;
+/// A body spinning slower than this (rad/s) may sleep (2 degrees per second).
+pub const SLEEP_SPIN: f32 = 0.034_906_586;
+/// A group sleeps once all its bodies have been slow this long (s).
+pub const TIME_TO_SLEEP: f32 = 0.5;
+
+/// The other side of a contact in a group: a dynamic body, or a static one (scene index, with
+/// this bit set), so that static contacts sort after dynamic ones.
+pub const STATIC_SIDE: u32 = 1 << 31;
+
+/// A contact kept by a group: `(body, other)` with `body < other` for two dynamic bodies.
+pub type PairKey = (BodyId, u32);
+
+/// A contact group: its bodies and what it carries from tick to tick besides their states.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Island {
+    /// Ascending.
+    pub bodies: Vec<BodyId>,
+    /// Consecutive ticks all its bodies were slow.
+    pub rest_ticks: u64,
+    pub asleep: bool,
+    /// Its contacts of the last step with their impulses (the warm start), by key.
+    pub warm: Vec<(PairKey, Manifold)>,
+}
+
+impl Island {
+    /// A single body, awake.
+    pub fn single(body: BodyId) -> Island {
+        Island {
+            bodies: vec![body],
+            rest_ticks: 0,
+            asleep: false,
+            warm: Vec::new(),
+        }
+    }
+}
+
+/// What changed at a tick: the groups `before` (their bodies) became the groups `after`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub tick: Tick,
+    pub before: Vec<Vec<BodyId>>,
+    pub after: Vec<Vec<BodyId>>,
+}
+
+impl Change {
+    /// Several groups became one.
+    pub fn is_fusion(&self) -> bool {
+        self.before.len() > 1 && self.after.len() == 1
+    }
+
+    /// One group became several.
+    pub fn is_fission(&self) -> bool {
+        self.before.len() == 1 && self.after.len() > 1
+    }
+}
+
+/// Ticks of rest before a group sleeps.
+pub fn ticks_to_sleep(rules: &Rules) -> u64 {
+    (TIME_TO_SLEEP / rules.dt).ceil() as u64
+}
+
+/// The contacts of the group `bodies` (ascending) at `states` (all bodies, by id): each pair
+/// of its bodies and each body with each static body whose manifold has a point within
+/// [`GROUP_MARGIN`], ascending by key, with the impulses of `warm` carried over.
+pub fn group_manifolds(
+    rules: &Rules,
+    bodies: &[BodyId],
+    states: &[BodyState],
+    warm: &[(PairKey, Manifold)],
+) -> Vec<(PairKey, Manifold)> {
+    let boxes: Vec<_> = bodies
+        .iter()
+        .map(|&b| {
+            let s = &states[b as usize];
+            shape_aabb(&rules.shapes[b as usize], s.position, s.rotation).expanded(GROUP_MARGIN)
+        })
+        .collect();
+    let pose = |b: BodyId| {
+        let s = &states[b as usize];
+        Pose::new(s.position, s.rotation)
+    };
+    let mut out = Vec::new();
+    let mut keep = |key: PairKey, mut m: Manifold| {
+        if m.count > 0 {
+            if let Ok(i) = warm.binary_search_by_key(&key, |(k, _)| *k) {
+                m.carry_impulses(&warm[i].1);
+            }
+            out.push((key, m));
+        }
+    };
+    for (i, &a) in bodies.iter().enumerate() {
+        for (j, &b) in bodies.iter().enumerate().skip(i + 1) {
+            if boxes[i].overlaps(&boxes[j]) {
+                let m = collide(
+                    &rules.shapes[a as usize],
+                    &pose(a),
+                    &rules.shapes[b as usize],
+                    &pose(b),
+                    GROUP_MARGIN,
+                );
+                keep((a, b), m);
+            }
+        }
+        for st in &rules.statics {
+            if boxes[i].overlaps(&st.aabb) {
+                let m = collide(
+                    &rules.shapes[a as usize],
+                    &pose(a),
+                    &st.shape,
+                    &Pose::new(st.state.position, st.state.rotation),
+                    GROUP_MARGIN,
+                );
+                keep((a, STATIC_SIDE | st.index), m);
+            }
+        }
+    }
+    out.sort_by_key(|(k, _)| *k);
+    out
+}
+
+/// The touching pairs of dynamic bodies among a group's contacts.
+pub fn edges(manifolds: &[(PairKey, Manifold)]) -> Vec<(BodyId, BodyId)> {
+    manifolds
+        .iter()
+        .filter(|((_, o), _)| o & STATIC_SIDE == 0)
+        .map(|((a, o), _)| (*a, *o))
+        .collect()
+}
+
+/// Rule 2 between groups: dynamic bodies `a` and `b` of different groups fuse them at these
+/// pre-event states (in contact, approaching slower than [`FUSE_SPEED`]).
+pub fn fuses(rules: &Rules, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
+    rules
+        .approach_speed(a, sa, b, sb)
+        .is_some_and(|v| v < FUSE_SPEED)
+}
+
+/// Rules 1 and 2 (fission, fusion) at `tick` over all groups, by brute force over pairs (the
+/// sequential reference's way; the warp engine learns the same contacts from the TVHT).
+/// Replaces `islands` by the groups at `tick`, ascending by smallest body, and returns what
+/// changed.
+pub fn regroup(
+    rules: &Rules,
+    islands: &mut Vec<Island>,
+    states: &[BodyState],
+    tick: Tick,
+) -> Vec<Change> {
+    // Fission: each awake group's touching pairs at this tick.
+    let mut pieces: Vec<(usize, Island)> = Vec::new();
+    for (i, isl) in islands.drain(..).enumerate() {
+        if isl.asleep || isl.bodies.len() == 1 {
+            pieces.push((i, isl));
+            continue;
+        }
+        let m = group_manifolds(rules, &isl.bodies, states, &isl.warm);
+        let parts = components(&isl.bodies, &edges(&m));
+        if parts.len() == 1 {
+            pieces.push((i, isl));
+            continue;
+        }
+        for bodies in parts {
+            let warm = isl
+                .warm
+                .iter()
+                .filter(|((a, _), _)| bodies.binary_search(a).is_ok())
+                .cloned()
+                .collect();
+            pieces.push((
+                i,
+                Island {
+                    bodies,
+                    rest_ticks: 0,
+                    asleep: false,
+                    warm,
+                },
+            ));
+        }
+    }
+    // Fusion: union of the pieces joined by a slow contact (not both asleep).
+    let n = rules.bodies();
+    let mut piece_of = vec![0usize; n];
+    for (p, (_, isl)) in pieces.iter().enumerate() {
+        for &b in &isl.bodies {
+            piece_of[b as usize] = p;
+        }
+    }
+    let mut parent: Vec<usize> = (0..pieces.len()).collect();
+    let boxes: Vec<_> = (0..n).map(|b| rules.aabb(b, &states[b])).collect();
+    for a in 0..n {
+        for b in a + 1..n {
+            let (pa, pb) = (piece_of[a], piece_of[b]);
+            if pa == pb
+                || (pieces[pa].1.asleep && pieces[pb].1.asleep)
+                || !boxes[a].overlaps(&boxes[b])
+            {
+                continue;
+            }
+            if fuses(rules, a, &states[a], b, &states[b]) {
+                union(&mut parent, pa, pb);
+            }
+        }
+    }
+    // The groups at this tick, and the changes: each set of old groups whose bodies moved.
+    let mut merged: Vec<Option<Island>> = vec![None; pieces.len()];
+    let mut sources: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
+    for (p, (old, isl)) in pieces.iter().enumerate() {
+        let r = root(&mut parent, p);
+        let (old, isl) = (*old, isl.clone());
+        sources[r].push(old);
+        merged[r] = Some(match merged[r].take() {
+            None => isl,
+            Some(mut m) => {
+                m.bodies.extend(&isl.bodies);
+                m.bodies.sort_unstable();
+                m.warm.extend(isl.warm);
+                m.warm.sort_by_key(|(k, _)| *k);
+                m.rest_ticks = 0;
+                m.asleep = false;
+                m
+            }
+        });
+    }
+    let originals: Vec<Vec<BodyId>> = {
+        let mut o: Vec<Vec<BodyId>> =
+            vec![Vec::new(); pieces.iter().map(|p| p.0 + 1).max().unwrap_or(0)];
+        for (old, isl) in &pieces {
+            o[*old].extend(&isl.bodies);
+        }
+        for v in &mut o {
+            v.sort_unstable();
+        }
+        o
+    };
+    let mut new: Vec<Island> = merged.into_iter().flatten().collect();
+    new.sort_by_key(|isl| isl.bodies[0]);
+    // Cluster old groups and new groups that share bodies: each cluster that is not one old
+    // group staying whole is a change.
+    let mut old_of_body = vec![0usize; n];
+    for (o, bodies) in originals.iter().enumerate() {
+        for &b in bodies {
+            old_of_body[b as usize] = o;
+        }
+    }
+    let mut link: Vec<usize> = (0..originals.len()).collect();
+    for isl in &new {
+        let first = old_of_body[isl.bodies[0] as usize];
+        for &b in &isl.bodies[1..] {
+            union(&mut link, first, old_of_body[b as usize]);
+        }
+    }
+    let mut changes: Vec<Change> = Vec::new();
+    let mut change_of_root: Vec<Option<usize>> = vec![None; originals.len()];
+    for (o, bodies) in originals.iter().enumerate() {
+        if bodies.is_empty() {
+            continue;
+        }
+        let r = root(&mut link, o);
+        let c = *change_of_root[r].get_or_insert_with(|| {
+            changes.push(Change {
+                tick,
+                before: Vec::new(),
+                after: Vec::new(),
+            });
+            changes.len() - 1
+        });
+        changes[c].before.push(bodies.clone());
+    }
+    for isl in &new {
+        let r = root(&mut link, old_of_body[isl.bodies[0] as usize]);
+        let c = change_of_root[r].expect("every new group comes from old ones");
+        changes[c].after.push(isl.bodies.clone());
+    }
+    changes.retain(|c| c.before != c.after);
+    for c in &mut changes {
+        c.before.sort();
+        c.after.sort();
+    }
+    changes.sort_by(|x, y| x.before.cmp(&y.before));
+    *islands = new;
+    changes
+}
+
+/// The groups at the first tick of a fresh run: the single bodies fused by rule 2.
+pub fn initial_islands(rules: &Rules, states: &[BodyState]) -> Vec<Island> {
+    let mut islands: Vec<Island> = (0..rules.bodies() as BodyId).map(Island::single).collect();
+    regroup(rules, &mut islands, states, 0);
+    islands
+}
+
+/// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds every body's state by id
+/// (only the island's are read and written); `kicks[i]` are the kicks from other groups on its
+/// `i`-th body. Returns whether it fell asleep at this step.
+pub fn step_island(
+    rules: &Rules,
+    island: &mut Island,
+    states: &mut [BodyState],
+    kicks: &mut [Vec<Kick>],
+) -> Result<bool, String> {
+    if island.asleep {
+        return Ok(false);
+    }
+    if let [b] = island.bodies[..] {
+        let s = &mut states[b as usize];
+        let mut all = std::mem::take(&mut kicks[0]);
+        rules.static_kicks(b as usize, s, &mut all);
+        *s = rules.advance(s, &mut all);
+    } else {
+        let params = SolverParams::new(rules.dt, 1, rules.gravity);
+        let mut manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
+        let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
+        for (i, &b) in island.bodies.iter().enumerate() {
+            let s = &mut states[b as usize];
+            kicks[i].sort_unstable_by_key(|k| k.other);
+            for k in &kicks[i] {
+                s.velocity += k.dv;
+                s.angular_velocity += k.dw;
+                s.position += k.dp;
+            }
+            bodies.push(SolverBody::new(
+                s.velocity,
+                s.angular_velocity,
+                s.rotation,
+                &rules.masses[b as usize],
+            ));
+        }
+        let stand_in = island.bodies.len() as u32;
+        bodies.push(SolverBody::STATIC);
+        let local = |b: BodyId| island.bodies.binary_search(&b).expect("own body") as u32;
+        let count: u32 = manifolds.iter().map(|(_, m)| m.count).sum();
+        let mut points = vec![ConstraintPoint::default(); count as usize];
+        let mut constraints = Vec::with_capacity(manifolds.len());
+        let mut first = 0u32;
+        for (ci, ((a, o), m)) in manifolds.iter().enumerate() {
+            let side = |b: BodyId| ConstraintBody {
+                index: local(b),
+                position: states[b as usize].position,
+                is_static: false,
+                is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
+                inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
+            };
+            let (other, restitution, friction) = if o & STATIC_SIDE != 0 {
+                let st = rules
+                    .statics
+                    .iter()
+                    .find(|st| st.index == o & !STATIC_SIDE)
+                    .expect("a static contact names a static body");
+                let side = ConstraintBody {
+                    index: stand_in,
+                    position: st.state.position,
+                    is_static: true,
+                    is_round: false,
+                    inv_inertia: 0.0,
+                };
+                (
+                    side,
+                    mix_restitution(rules.restitution[*a as usize], st.restitution),
+                    mix_friction(rules.friction[*a as usize], st.friction),
+                )
+            } else {
+                (
+                    side(*o),
+                    mix_restitution(
+                        rules.restitution[*a as usize],
+                        rules.restitution[*o as usize],
+                    ),
+                    mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
+                )
+            };
+            constraints.push(ContactConstraint::new(
+                side(*a),
+                other,
+                m,
+                friction,
+                restitution,
+                ci as u32,
+                &mut points,
+                first,
+            ));
+            first += m.count;
+        }
+        solve_island(&params, &mut bodies, &mut constraints, &mut points);
+        for c in &constraints {
+            c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
+        }
+        for (i, &b) in island.bodies.iter().enumerate() {
+            bodies[i].apply_to(&mut states[b as usize]);
+        }
+        island.warm = manifolds;
+    }
+    for &b in &island.bodies {
+        let s = &states[b as usize];
+        if !(s.position.is_finite() && s.velocity.is_finite() && s.angular_velocity.is_finite()) {
+            return Err(format!("body {b} has a non-finite state"));
+        }
+    }
+    let resting = island.bodies.iter().all(|&b| {
+        let s = &states[b as usize];
+        s.velocity.length() <= SLEEP_SPEED && s.angular_velocity.length() <= SLEEP_SPIN
+    });
+    island.rest_ticks = if resting { island.rest_ticks + 1 } else { 0 };
+    if island.rest_ticks >= ticks_to_sleep(rules) {
+        island.asleep = true;
+        return Ok(true);
+    }
+    Ok(false)
+}

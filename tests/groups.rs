@@ -1,0 +1,238 @@
+//! Contact groups (seed 001, Mirtich, Section 4.4; seed 002, Box2D's islands) by the rules of
+//! `timewarp::warp::group_rules`, run in the grouped sequential reference: a pyramid fuses into
+//! one group, stands and sleeps; a slow landing fuses, a fast hit stays a collision; a knocked
+//! box splits off; a kick wakes a sleeping group. Each run's fusions and fissions are replayed
+//! into the shared island graph (`GroupGraph`, the record the warp engine changes in
+//! transactions), whose `validate` must hold, and rollbacks across the replayed fusions and
+//! fissions must restore the groups alive at the rollback tick.
+
+use glam::Vec3;
+use timewarp::dynamics::BodyState;
+use timewarp::scene::{BodyDesc, Scene, Shape};
+use timewarp::sync::Backend;
+use timewarp::warp::group_rules::{Change, TIME_TO_SLEEP};
+use timewarp::warp::reference::{GroupedRun, grouped_reference};
+use timewarp::warp::rules::Rules;
+use timewarp::warp::{BodyId, GroupGraph, GroupId, NewGroup, Tick};
+
+#[path = "support/bodies.rs"]
+mod bodies;
+use bodies::*;
+
+const TPS: u64 = 960;
+
+/// The grouped reference over `seconds`, with a frame every `frame_ticks` ticks.
+fn run_every(bodies: Vec<BodyDesc>, seconds: f64, frame_ticks: u64) -> (Rules, GroupedRun) {
+    let scene = Scene {
+        world: world(Vec3::new(0.0, -G, 0.0)),
+        bodies,
+    };
+    let rules = Rules::new(&scene).unwrap();
+    let end = (seconds * TPS as f64) as Tick;
+    let run = grouped_reference(&rules, frame_ticks, end).unwrap();
+    (rules, run)
+}
+
+fn run(bodies: Vec<BodyDesc>, seconds: f64) -> (Rules, GroupedRun) {
+    run_every(bodies, seconds, 16)
+}
+
+/// The groups at tick `r` by the changes alone (from single bodies).
+fn partition_at(bodies: BodyId, changes: &[Change], r: Tick) -> Vec<Vec<BodyId>> {
+    let mut groups: Vec<Vec<BodyId>> = (0..bodies).map(|b| vec![b]).collect();
+    for c in changes.iter().filter(|c| c.tick <= r) {
+        groups.retain(|g| !c.before.contains(g));
+        groups.extend(c.after.iter().cloned());
+    }
+    groups.sort();
+    groups
+}
+
+fn live(graph: &GroupGraph) -> Vec<Vec<BodyId>> {
+    graph.live().into_iter().map(|g| g.bodies).collect()
+}
+
+/// The changes replayed into a fresh island graph (each under both backends); the graph is
+/// validated after each and returned with the live groups' bodies at the end.
+fn replay(bodies: usize, changes: &[Change], backend: Backend) -> GroupGraph {
+    let graph = GroupGraph::new(backend, bodies, 0);
+    for c in changes {
+        let parents: Vec<GroupId> = c
+            .before
+            .iter()
+            .map(|b| graph.group_of(b[0]).unwrap())
+            .collect();
+        let children: Vec<NewGroup> = c.after.iter().map(|b| (b.clone(), Vec::new())).collect();
+        graph
+            .regroup(&parents, c.tick, &children)
+            .unwrap_or_else(|e| panic!("replaying {c:?}: {e}"));
+        graph.validate().unwrap();
+    }
+    graph
+}
+
+fn replay_matches(bodies: usize, run: &GroupedRun) {
+    for &backend in Backend::COMPILED {
+        let graph = replay(bodies, &run.changes, backend);
+        let want: Vec<Vec<BodyId>> = run.islands.iter().map(|i| i.bodies.clone()).collect();
+        assert_eq!(live(&graph), want, "{backend:?}: the graph's live groups");
+    }
+}
+
+fn fused_at(run: &GroupedRun, a: BodyId, b: BodyId) -> Option<Tick> {
+    run.changes
+        .iter()
+        .find(|c| c.after.iter().any(|g| g.contains(&a) && g.contains(&b)))
+        .map(|c| c.tick)
+}
+
+#[test]
+fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
+    let mut bodies = vec![ground()];
+    bodies.extend(pyramid(10, Vec3::ZERO));
+    let (rules, run) = run(bodies, 3.0);
+    let all: Vec<BodyId> = (0..55).collect();
+    assert_eq!(run.islands.len(), 1, "groups at the end: {:?}", run.islands);
+    assert_eq!(run.islands[0].bodies, all);
+    assert!(run.islands[0].asleep, "the pyramid is awake at 3 s");
+    // It fused within the first ticks (the rows settle on each other) and never split.
+    assert!(
+        run.changes.iter().all(|c| !c.is_fission()),
+        "{:?}",
+        run.changes
+    );
+    let last = run.changes.last().map_or(0, |c| c.tick);
+    assert!(last < TPS / 10, "last change at tick {last}");
+    let (slept, ref group) = run.sleeps[0];
+    assert_eq!(group, &all);
+    assert!(slept as f32 >= TIME_TO_SLEEP * TPS as f32 && slept <= 3 * TPS);
+    let mean = |s: &[BodyState]| s.iter().map(|b| b.position.y).sum::<f32>() / 55.0;
+    let (h0, h) = (mean(&rules.initial), mean(run.frames.last().unwrap()));
+    assert!((h - h0).abs() <= 0.01 * h0, "mean height {h} m, was {h0} m");
+    let worst = run
+        .frames
+        .last()
+        .unwrap()
+        .iter()
+        .zip(&rules.initial)
+        .map(|(s, s0)| (s.position - s0.position).length())
+        .fold(0.0f32, f32::max);
+    assert!(worst < 0.05, "a box moved {worst} m");
+    // Asleep means frozen: every frame after it fell asleep is the same.
+    let first_asleep = slept.div_ceil(16) as usize;
+    assert!(run.frames[first_asleep..].windows(2).all(|w| w[0] == w[1]));
+    replay_matches(55, &run);
+}
+
+#[test]
+fn a_slow_landing_fuses_and_a_fast_hit_stays_a_collision() {
+    // Box 0 rests on the ground; box 1 lands on it from 5 mm (0.31 m/s); far away, sphere 2
+    // flies at 6 m/s into box 3, which rests on the ground.
+    let far = Vec3::new(20.0, 0.0, 0.0);
+    let mut ball = body(
+        Shape::Sphere { radius: 0.25 },
+        far + Vec3::new(-2.0, 0.5, 0.0),
+        1.0,
+    );
+    ball.velocity = Vec3::new(6.0, 0.0, 0.0);
+    let bodies = vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(unit_box(), Vec3::new(0.0, 1.505, 0.0), 1.0),
+        ball,
+        body(unit_box(), far + Vec3::new(0.0, 0.5, 0.0), 1.0),
+    ];
+    let (_, run) = run_every(bodies, 0.5, 1);
+    let landed = fused_at(&run, 0, 1).expect("the landing box did not fuse");
+    // Free fall over 5 mm takes 32 ms, about 31 ticks.
+    assert!((25..45).contains(&landed), "fused at tick {landed}");
+    // The ball reaches the box after about (2 - 0.75) / 6 s = 200 ticks: the contact at the
+    // tick before `hit` is a kick (a collision between groups), which stops the ball.
+    let hit = (0..run.frames.len())
+        .find(|&t| run.frames[t][2].velocity.x < 5.0)
+        .expect("the ball never hit the box") as Tick;
+    assert!((180..240).contains(&hit), "hit at tick {hit}");
+    let box_v = run.frames[hit as usize][3].velocity.x;
+    assert!(box_v > 2.0, "the hit box moves at {box_v} m/s");
+    // The kick did not fuse them; their slow contact afterwards may.
+    let fused = fused_at(&run, 2, 3);
+    assert!(
+        fused.is_none_or(|t| t >= hit),
+        "fused at {fused:?}, hit at {hit}"
+    );
+    replay_matches(4, &run);
+}
+
+#[test]
+fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
+    // Boxes 0 and 1 stacked on the ground fuse as they settle; sphere 2 hits box 1 at 8 m/s.
+    let mut ball = body(
+        Shape::Sphere { radius: 0.25 },
+        Vec3::new(-2.5, 1.5, 0.0),
+        1.0,
+    );
+    ball.velocity = Vec3::new(8.0, 0.0, 0.0);
+    let bodies = vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(unit_box(), Vec3::new(0.0, 1.5, 0.0), 1.0),
+        ball,
+    ];
+    let (_, run) = run(bodies, 0.6);
+    let fused = fused_at(&run, 0, 1).expect("the stack did not fuse");
+    let together = |g: &Vec<BodyId>| g.contains(&0) && g.contains(&1);
+    let split = run
+        .changes
+        .iter()
+        .find(|c| c.tick > fused && c.before.iter().any(together) && !c.after.iter().any(together))
+        .unwrap_or_else(|| panic!("the stack never split: {:?}", run.changes));
+    assert!(split.is_fission(), "{split:?}");
+    assert!(
+        run.frames.last().unwrap()[1].position.x > 0.5,
+        "box 1 stayed on"
+    );
+    for &backend in Backend::COMPILED {
+        let graph = replay(3, &run.changes, backend);
+        // A rollback of the piece holding box 1 to just before the split revives the group
+        // that split; one to before the first fusion revives the single bodies (and deletes
+        // every later group). Either way the live groups are the groups at that tick.
+        for r in [split.tick - 1, fused - 1] {
+            let undo = graph.rollback(graph.group_of(1).unwrap(), r).unwrap();
+            assert!(undo.deleted.iter().all(|g| g.birth > r), "{undo:?}");
+            assert!(!undo.deleted.is_empty());
+            graph.validate().unwrap();
+            assert_eq!(
+                live(&graph),
+                partition_at(3, &run.changes, r),
+                "rollback to {r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_kick_wakes_a_sleeping_group() {
+    // Box 0 rests on the ground and sleeps after 0.5 s; sphere 1 falls on it from 6 m and
+    // hits it at about 9.5 m/s (a kick, not a fusion), waking it.
+    let bodies = vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(Shape::Sphere { radius: 0.3 }, Vec3::new(0.1, 6.0, 0.0), 0.5),
+    ];
+    let (_, run) = run(bodies, 1.5);
+    let (slept, group) = run.sleeps[0].clone();
+    assert_eq!(group, vec![0]);
+    let (woke, group) = run.wakes[0].clone();
+    assert_eq!(group, vec![0]);
+    assert!(woke > slept, "woke at {woke}, slept at {slept}");
+    // Falling 6 - 1.3 m takes 0.98 s.
+    let expect = (((2.0 * 4.7 / G) as f64).sqrt() * TPS as f64) as u64;
+    assert!(
+        woke.abs_diff(expect) < 20,
+        "woke at tick {woke}, expected near {expect}"
+    );
+    // While asleep it did not move.
+    let frozen = &run.frames[slept.div_ceil(16) as usize..(woke / 16) as usize];
+    assert!(frozen.windows(2).all(|w| w[0][0] == w[1][0]));
+    replay_matches(2, &run);
+}
