@@ -236,3 +236,86 @@ fn a_kick_wakes_a_sleeping_group() {
     assert!(frozen.windows(2).all(|w| w[0][0] == w[1][0]));
     replay_matches(2, &run);
 }
+
+/// The rules on the issue's `pyramids` 1100, in the grouped reference (not the warp engine):
+/// every pyramid stands 10 s (mean height within 1%) and sleeps by 3 s. About 20 s in release:
+/// `cargo test --release --test groups -- --ignored --nocapture pyramids`.
+#[test]
+#[ignore]
+fn grouped_reference_pyramids_1100() {
+    use std::time::Instant;
+    use timewarp::scene::builtin;
+    let t = Instant::now();
+    let scene = builtin("pyramids", Some(1100)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let run = grouped_reference(&rules, 16, 10 * TPS).unwrap();
+    println!(
+        "pyramids 1100, 10 s: {:.1} s wall, {} groups, {} changes, last sleep at tick {:?}",
+        t.elapsed().as_secs_f64(),
+        run.islands.len(),
+        run.changes.len(),
+        run.sleeps.iter().map(|s| s.0).max()
+    );
+    assert_eq!(run.islands.len(), 20);
+    for isl in &run.islands {
+        assert!(isl.asleep && isl.bodies.len() == 55);
+        let mean = |s: &[BodyState]| {
+            isl.bodies
+                .iter()
+                .map(|&b| s[b as usize].position.y)
+                .sum::<f32>()
+                / 55.0
+        };
+        let (h0, h) = (mean(&rules.initial), mean(run.frames.last().unwrap()));
+        assert!((h - h0).abs() <= 0.01 * h0, "mean height {h} m, was {h0} m");
+    }
+    assert!(run.sleeps.iter().all(|s| s.0 <= 3 * TPS));
+}
+
+/// The issue's `avalanche` 300 check on the rules, in the grouped reference: 20 s with no NaN,
+/// no body through the ramp or the ground, and everything asleep at the end. **It fails today
+/// on the last point** (the rest holds): spheres that reach the flat ground roll on forever
+/// (the rules have no rolling resistance; the frame engine too ends with 39 of 48 islands
+/// awake), and the pile they keep touching creeps. Left open on issue 5. About 20 s in release:
+/// `cargo test --release --test groups -- --ignored --nocapture avalanche`.
+#[test]
+#[ignore]
+fn grouped_reference_avalanche_300() {
+    use std::time::Instant;
+    use timewarp::scene::builtin;
+    let t = Instant::now();
+    let scene = builtin("avalanche", Some(300)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let run = grouped_reference(&rules, 16, 20 * TPS).unwrap();
+    let last = run.frames.last().unwrap();
+    let awake: Vec<_> = run.islands.iter().filter(|i| !i.asleep).collect();
+    let rolling = awake
+        .iter()
+        .filter(|i| i.bodies.len() == 1 && last[i.bodies[0] as usize].velocity.length() > 0.5)
+        .count();
+    println!(
+        "avalanche 300, 20 s: {:.1} s wall, {} groups ({} awake, {rolling} of them lone bodies \
+         rolling faster than 0.5 m/s), {} fusions, {} fissions, {} sleeps, {} wakes",
+        t.elapsed().as_secs_f64(),
+        run.islands.len(),
+        awake.len(),
+        run.changes.iter().filter(|c| c.is_fusion()).count(),
+        run.changes.iter().filter(|c| c.is_fission()).count(),
+        run.sleeps.len(),
+        run.wakes.len()
+    );
+    let (sin, cos) = std::f32::consts::FRAC_PI_6.sin_cos();
+    let (along, up) = (Vec3::new(cos, sin, 0.0), Vec3::new(-sin, cos, 0.0));
+    for (f, frame) in run.frames.iter().enumerate() {
+        for (b, s) in frame.iter().enumerate() {
+            let p = s.position;
+            assert!(p.is_finite(), "frame {f}: body {b} at {p}");
+            assert!(p.y > 0.25, "frame {f}: body {b} through the ground at {p}");
+            // Inside the ramp's box (its top face is the plane through the origin).
+            let (x, h) = (p.dot(along), p.dot(up));
+            let inside = (0.0..40.0).contains(&x) && (-1.0..0.25).contains(&h) && p.z.abs() < 10.0;
+            assert!(!inside, "frame {f}: body {b} through the ramp at {p}");
+        }
+    }
+    assert!(awake.is_empty(), "{} groups awake at 20 s", awake.len());
+}

@@ -11,7 +11,9 @@
 //! rules of [`super::group_rules`] — fission, fusion on slow contacts, islands solved together,
 //! sleep — in lock-step. It is what the warp engine with contact groups must equal.
 
-use super::group_rules::{Change, Island, initial_islands, regroup, step_island};
+use super::group_rules::{
+    Change, Island, initial_islands, overlapping_pairs, regroup, step_island,
+};
 use super::rules::{Kick, Rules};
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
@@ -62,8 +64,8 @@ pub struct GroupedRun {
 }
 
 /// The sequential reference with contact groups: the rules of [`super::group_rules`] applied
-/// in lock-step to every body from its initial state (all pairs by brute force, for small
-/// scenes). At each tick: regroup (not at tick 0, whose groups are [`initial_islands`]), kicks
+/// in lock-step to every body from its initial state (all overlapping pairs, for small
+/// scenes; the pairs come from a sort-and-sweep on x). At each tick: regroup (not at tick 0, whose groups are [`initial_islands`]), kicks
 /// between groups from the pre-event states (waking a kicked sleeping group), then each group
 /// steps.
 pub fn grouped_reference(
@@ -96,21 +98,16 @@ pub fn grouped_reference(
             k.clear();
         }
         let boxes: Vec<_> = (0..n).map(|b| rules.aabb(b, &states[b])).collect();
-        for a in 0..n {
-            for b in a + 1..n {
-                let (ia, ib) = (island_of[a], island_of[b]);
-                if ia == ib
-                    || (run.islands[ia].asleep && run.islands[ib].asleep)
-                    || !boxes[a].overlaps(&boxes[b])
-                {
-                    continue;
-                }
-                if let Some(k) = rules.pair_kick(a, &states[a], b, &states[b]) {
-                    kicks[a].push(k);
-                }
-                if let Some(k) = rules.pair_kick(b, &states[b], a, &states[a]) {
-                    kicks[b].push(k);
-                }
+        for (a, b) in overlapping_pairs(&boxes) {
+            let (ia, ib) = (island_of[a], island_of[b]);
+            if ia == ib || (run.islands[ia].asleep && run.islands[ib].asleep) {
+                continue;
+            }
+            if let Some(k) = rules.pair_kick(a, &states[a], b, &states[b]) {
+                kicks[a].push(k);
+            }
+            if let Some(k) = rules.pair_kick(b, &states[b], a, &states[a]) {
+                kicks[b].push(k);
             }
         }
         for isl in run.islands.iter_mut() {
