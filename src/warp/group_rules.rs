@@ -502,7 +502,7 @@ mod tests {
         let boxes: Vec<Aabb> = (0..300)
             .map(|_| {
                 let c = Vec3::new(unit(), unit(), unit());
-                Aabb::from_center_half(c, Vec3::splat(0.05 + unit() / 20.0))
+                Aabb::from_center_half(c, Vec3::splat(0.1 + unit() / 10.0))
             })
             .collect();
         let mut brute = Vec::new();
