@@ -631,19 +631,25 @@ impl Tvht {
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
         let planned = self.plan_steps(steps, true)?;
         let seen = &planned.seen;
-        // The request's tick range: an entry outside it cannot be one of the request's pairs
-        // (a cheap test before the search; most entries of a bucket are at other ticks).
+        // The request's body and tick ranges: an entry outside them cannot be one of the
+        // request's pairs (cheap tests before the search; most entries of a bucket are of
+        // other bodies or at other ticks).
         let (tmin, tmax) = match (seen.first(), seen.last()) {
             (Some(f), Some(l)) => (f.0, l.0),
             _ => (1, 0),
         };
+        let (bmin, bmax) = seen
+            .iter()
+            .fold((BodyId::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
         let floor = self.floor();
         let out = self.section(&planned.keys, |view| {
             // Check everything before changing anything: one pass over each bucket.
             for i in 0..view.keys().len() {
                 let k = view.keys()[i];
                 if let Some(e) = view.get(k).entries.iter().find(|e| {
-                    e.tick >= tmin
+                    e.body >= bmin
+                        && e.body <= bmax
+                        && e.tick >= tmin
                         && e.tick <= tmax
                         && seen.binary_search(&(e.tick, e.body)).is_ok()
                 }) {
