@@ -22,7 +22,13 @@
 //! * **Step** (Algorithms 5 and 6): from `s_LVT` and the contacts at `LVT` compute the states
 //!   up to `LVT_ub` (at most [`BATCH`] ticks a turn), write them into the TVHT in one section,
 //!   which stops at the first tick that meets a contact. Every such contact that is a collision
-//!   (rules in [`super::rules`]) becomes an event to the other body and a pending ack.
+//!   (rules in [`super::rules`]) becomes an event to the other body and a pending ack. The
+//!   states computed past that tick are thrown away, so the batch adapts: after a write that
+//!   stopped at its `i`-th tick the next batch is `i` ticks, after a full write it doubles (up
+//!   to [`BATCH`]). A body resting on another meets a contact every tick: it then computes
+//!   one tick a turn instead of 32 and its section names the buckets of one tick, not of three
+//!   slices. Only a matter of speed, like `reach`: a committed state does not depend on how
+//!   many ticks anyone computed ahead.
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick
@@ -74,6 +80,16 @@ pub struct EntityStats {
     pub lead_sum: u64,
 }
 
+/// An entity's reused buffers.
+#[derive(Default)]
+struct Scratch {
+    kicks: Vec<Kick>,
+    /// The states computed by a step, as TVHT entries.
+    entries: Vec<[BodyEntry; 1]>,
+    /// The states recorded in the GVT buffer by a turn.
+    records: Vec<[(BodyId, BodyState); 1]>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Event,
@@ -100,6 +116,10 @@ pub struct Entity {
     /// rollback, doubled by every turn without one. Only a matter of speed: committed states
     /// do not depend on how far anyone speculated.
     reach: u64,
+    /// Ticks to compute in the next step (`1 ..= BATCH`; see "Step" in the module docs).
+    batch: u64,
+    /// Buffers reused from turn to turn (their contents do not outlive a call).
+    scratch: Scratch,
     pub stats: EntityStats,
 }
 
@@ -123,6 +143,8 @@ impl Entity {
             pending: BTreeSet::new(),
             recorded: tick,
             reach: u64::MAX,
+            batch: BATCH,
+            scratch: Scratch::default(),
             stats: EntityStats::default(),
         }
     }
@@ -333,11 +355,12 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
         let lvt = self.lvt();
-        let n = (ub - lvt).min(BATCH);
+        let n = (ub - lvt).min(self.batch);
         let me = self.id as usize;
-        let mut kicks = Vec::new();
+        let mut kicks = std::mem::take(&mut self.scratch.kicks);
         let mut s = self.states[self.at(lvt)];
-        let mut new: Vec<[BodyEntry; 1]> = Vec::with_capacity(n as usize);
+        let mut new = std::mem::take(&mut self.scratch.entries);
+        new.clear();
         for i in 0..n {
             if i == 0 {
                 self.kicks(env, lvt, &s, &mut kicks);
@@ -378,6 +401,13 @@ impl Entity {
         }
         self.next_tag += n;
         self.stats.tvht_writes += written as u64;
+        self.batch = if (written as u64) < n {
+            (written as u64).max(1)
+        } else {
+            (self.batch * 2).min(BATCH)
+        };
+        self.scratch.kicks = kicks;
+        self.scratch.entries = new;
         self.report(env, &found, send);
         Ok(())
     }
@@ -426,13 +456,17 @@ impl Entity {
             return Ok(());
         }
         let first = self.recorded;
-        let records: Vec<[(BodyId, BodyState); 1]> = (first..=lim)
-            .map(|t| [(self.id, self.states[self.at(t)])])
-            .collect();
+        let mut records = std::mem::take(&mut self.scratch.records);
+        records.clear();
+        records.extend((first..=lim).map(|t| [(self.id, self.states[self.at(t)])]));
         let ticks: Vec<&[(BodyId, BodyState)]> = records.iter().map(|r| &r[..]).collect();
-        env.gvt
+        let recorded = env
+            .gvt
             .record_ticks(first, &ticks)
-            .map_err(|e| format!("body {} records ticks {first}..={lim}: {e}", self.id))?;
+            .map_err(|e| format!("body {} records ticks {first}..={lim}: {e}", self.id));
+        drop(ticks);
+        self.scratch.records = records;
+        recorded?;
         self.recorded = lim + 1;
         Ok(())
     }

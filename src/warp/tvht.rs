@@ -322,10 +322,44 @@ impl Bucket {
 
 type Cell = [i32; 3];
 
-/// The cells of one body's box and the distinct buckets they hash to.
+/// The cells of one body's box at one tick and the distinct buckets they hash to: sorted,
+/// `keys[buckets]` of the request's flat key list ([`Planned::keys`]).
+#[derive(Clone)]
 struct Plan {
+    body: BodyId,
     lo: Cell,
-    buckets: Vec<usize>,
+    hi: Cell,
+    slice: Tick,
+    buckets: std::ops::Range<usize>,
+}
+
+/// A checked request: one plan per body per step, in request order (step by step), the flat
+/// list of their buckets (each plan's distinct buckets, a plan equal to the one before it
+/// sharing its range), and the request's (tick, body) pairs, sorted.
+struct Planned {
+    plans: Vec<Plan>,
+    keys: Vec<usize>,
+    seen: Vec<(Tick, BodyId)>,
+}
+
+impl Planned {
+    /// The plans of each step, in order, zipped with the steps.
+    fn per_step<'p, 's>(
+        &'p self,
+        steps: &'p [Step<'s>],
+    ) -> impl Iterator<Item = (&'p Step<'s>, &'p [Plan])> + 'p {
+        let mut at = 0;
+        steps.iter().map(move |s| {
+            let ps = &self.plans[at..at + s.bodies.len()];
+            at += s.bodies.len();
+            (s, ps)
+        })
+    }
+
+    /// The distinct buckets of a plan.
+    fn buckets(&self, p: &Plan) -> &[usize] {
+        &self.keys[p.buckets.clone()]
+    }
 }
 
 /// The temporal volumetric hash table.
@@ -458,35 +492,72 @@ impl Tvht {
         Ok((lo, hi))
     }
 
-    fn plan(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<Plan, TvhtError> {
+    /// Appends the distinct buckets of a body's box at `tick` to `keys` (sorted) and returns
+    /// its plan. If `prev` (the same body's plan at the step before) covers the same cells in
+    /// the same time slice, its buckets are the same: nothing is appended and its range is
+    /// shared (a batch of consecutive ticks thus names each bucket about once, not once per
+    /// tick).
+    fn plan_into(
+        &self,
+        body: BodyId,
+        tick: Tick,
+        b: &Aabb,
+        prev: Option<&Plan>,
+        keys: &mut Vec<usize>,
+    ) -> Result<Plan, TvhtError> {
         let (lo, hi) = self.cell_range(body, tick, b)?;
-        let mut buckets = Vec::new();
+        let slice = tick >> self.span_shift;
+        if let Some(p) =
+            prev.filter(|p| p.body == body && p.lo == lo && p.hi == hi && p.slice == slice)
+        {
+            return Ok(p.clone());
+        }
+        let start = keys.len();
         for x in lo[0]..=hi[0] {
             for y in lo[1]..=hi[1] {
                 for z in lo[2]..=hi[2] {
-                    buckets.push(self.bucket_of([x, y, z], tick));
+                    keys.push(self.bucket_of([x, y, z], tick));
                 }
             }
         }
-        buckets.sort_unstable();
-        buckets.dedup();
-        Ok(Plan { lo, buckets })
+        let mine = &mut keys[start..];
+        mine.sort_unstable();
+        // Deduplicate the sorted run in place.
+        let mut n = 0;
+        for i in 0..mine.len() {
+            if i == 0 || mine[i] != mine[n - 1] {
+                mine[n] = mine[i];
+                n += 1;
+            }
+        }
+        keys.truncate(start + n);
+        Ok(Plan {
+            body,
+            lo,
+            hi,
+            slice,
+            buckets: start..start + n,
+        })
+    }
+
+    /// The distinct buckets of a body's box at `tick`, sorted.
+    fn plan_buckets(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<Vec<usize>, TvhtError> {
+        let mut keys = Vec::new();
+        self.plan_into(body, tick, b, None, &mut keys)?;
+        Ok(keys)
     }
 
     /// Checks a request and plans its buckets: one plan per body per step, and all keys.
     /// Writes below the floor are refused; deletes there are allowed (the entries may be
     /// gone, which is then reported as `NotFound`).
     /// Also returns the request's (tick, body) pairs, sorted.
-    #[allow(clippy::type_complexity)]
-    fn plan_steps(
-        &self,
-        steps: &[Step<'_>],
-        check_floor: bool,
-    ) -> Result<(Vec<Vec<Plan>>, Vec<usize>, Vec<(Tick, BodyId)>), TvhtError> {
+    fn plan_steps(&self, steps: &[Step<'_>], check_floor: bool) -> Result<Planned, TvhtError> {
         let floor = self.floor();
-        let mut seen: Vec<(Tick, BodyId)> = Vec::new();
-        let mut plans = Vec::with_capacity(steps.len());
+        let bodies: usize = steps.iter().map(|s| s.bodies.len()).sum();
+        let mut seen: Vec<(Tick, BodyId)> = Vec::with_capacity(bodies);
+        let mut plans: Vec<Plan> = Vec::with_capacity(bodies);
         let mut keys = Vec::new();
+        let mut prev_step = 0..0;
         for s in steps {
             if check_floor && s.tick < floor {
                 return Err(TvhtError::BehindFloor {
@@ -494,14 +565,14 @@ impl Tvht {
                     floor,
                 });
             }
-            let mut p = Vec::with_capacity(s.bodies.len());
-            for b in s.bodies {
-                let plan = self.plan(b.body, s.tick, &b.aabb)?;
-                keys.extend_from_slice(&plan.buckets);
-                p.push(plan);
+            let first = plans.len();
+            for (j, b) in s.bodies.iter().enumerate() {
+                let prev = prev_step.clone().nth(j).map(|i| &plans[i]);
+                let plan = self.plan_into(b.body, s.tick, &b.aabb, prev, &mut keys)?;
+                plans.push(plan);
                 seen.push((s.tick, b.body));
             }
-            plans.push(p);
+            prev_step = first..plans.len();
         }
         if seen.len() > 1 {
             seen.sort_unstable();
@@ -512,7 +583,7 @@ impl Tvht {
                 });
             }
         }
-        Ok((plans, keys, seen))
+        Ok(Planned { plans, keys, seen })
     }
 
     /// One section of the seam over `keys` (see the module documentation). In a test-only
@@ -558,18 +629,30 @@ impl Tvht {
         first_tag: u64,
         steps: &[Step<'_>],
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
-        let (plans, keys, seen) = self.plan_steps(steps, true)?;
+        let planned = self.plan_steps(steps, true)?;
+        let seen = &planned.seen;
+        // The request's body and tick ranges: an entry outside them cannot be one of the
+        // request's pairs (cheap tests before the search; most entries of a bucket are of
+        // other bodies or at other ticks).
+        let (tmin, tmax) = match (seen.first(), seen.last()) {
+            (Some(f), Some(l)) => (f.0, l.0),
+            _ => (1, 0),
+        };
+        let (bmin, bmax) = seen
+            .iter()
+            .fold((BodyId::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
         let floor = self.floor();
-        let out = self.section(&keys, |view| {
+        let out = self.section(&planned.keys, |view| {
             // Check everything before changing anything: one pass over each bucket.
-            let named: Vec<usize> = view.keys().to_vec();
-            for &k in &named {
-                if let Some(e) = view
-                    .get(k)
-                    .entries
-                    .iter()
-                    .find(|e| seen.binary_search(&(e.tick, e.body)).is_ok())
-                {
+            for i in 0..view.keys().len() {
+                let k = view.keys()[i];
+                if let Some(e) = view.get(k).entries.iter().find(|e| {
+                    e.body >= bmin
+                        && e.body <= bmax
+                        && e.tick >= tmin
+                        && e.tick <= tmax
+                        && seen.binary_search(&(e.tick, e.body)).is_ok()
+                }) {
                     return Err(TvhtError::Duplicate {
                         body: e.body,
                         tick: e.tick,
@@ -577,14 +660,15 @@ impl Tvht {
                 }
             }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
-            for &k in &named {
+            for i in 0..view.keys().len() {
+                let k = view.keys()[i];
                 if view.get(k).has_old(floor) {
                     view.get_mut(k).prune(floor);
                 }
             }
-            for (i, (s, ps)) in steps.iter().zip(&plans).enumerate() {
+            for (i, (s, ps)) in planned.per_step(steps).enumerate() {
                 let tag = first_tag.wrapping_add(i as u64);
-                let found = self.write_one(view, (entity, tag), s, ps);
+                let found = self.write_one(view, (entity, tag), s, ps, &planned);
                 if !found.is_empty() {
                     return Ok((i + 1, found));
                 }
@@ -604,6 +688,7 @@ impl Tvht {
         (entity, tag): (EntityId, u64),
         s: &Step<'_>,
         plans: &[Plan],
+        planned: &Planned,
     ) -> Vec<Contact> {
         let mut contacts = Vec::new();
         for (b, p) in s.bodies.iter().zip(plans) {
@@ -615,7 +700,7 @@ impl Tvht {
                 state: b.state,
                 tag,
             };
-            for &k in &p.buckets {
+            for &k in planned.buckets(p) {
                 let first = contacts.len();
                 for x in &view.get(k).entries {
                     if x.tick == s.tick && x.entity != entity && x.aabb.overlaps(&me.aabb) {
@@ -659,11 +744,11 @@ impl Tvht {
         entity: EntityId,
         steps: &[Step<'_>],
     ) -> Result<Vec<Contact>, TvhtError> {
-        let (plans, keys, _) = self.plan_steps(steps, false)?;
-        let out = self.section(&keys, |view| {
-            for (s, ps) in steps.iter().zip(&plans) {
+        let planned = self.plan_steps(steps, false)?;
+        let out = self.section(&planned.keys, |view| {
+            for (s, ps) in planned.per_step(steps) {
                 for (b, p) in s.bodies.iter().zip(ps) {
-                    for &k in &p.buckets {
+                    for &k in planned.buckets(p) {
                         match view.get(k).find(b.body, s.tick) {
                             Some(e) if e.entity == entity => {
                                 if e.aabb != b.aabb {
@@ -685,9 +770,9 @@ impl Tvht {
                 }
             }
             let mut contacts = Vec::new();
-            for (s, ps) in steps.iter().zip(&plans) {
+            for (s, ps) in planned.per_step(steps) {
                 for (b, p) in s.bodies.iter().zip(ps) {
-                    for &k in &p.buckets {
+                    for &k in planned.buckets(p) {
                         let bucket = view.get_mut(k);
                         let (body, tick) = (b.body, s.tick);
                         let mut i = 0;
@@ -874,8 +959,8 @@ impl Tvht {
             }
         }
         for ((tick, body), (e, buckets)) in &copies {
-            let want = match self.plan(*body, *tick, &e.aabb) {
-                Ok(p) => p.buckets,
+            let want = match self.plan_buckets(*body, *tick, &e.aabb) {
+                Ok(p) => p,
                 Err(x) => return err(format!("stored entry {e:?} has a bad box: {x}")),
             };
             if *buckets != want {
