@@ -47,6 +47,9 @@ pub struct SolverParams {
     pub max_push_velocity: f32,
     /// Approach speeds below this (m/s) do not bounce.
     pub restitution_threshold: f32,
+    /// Rolling and spinning resistance (see [`rolling_resistance`]); 0 (the default) turns it
+    /// off. The warp engine's contact groups use it; the frame engine does not.
+    pub rolling_resistance: f32,
 }
 
 impl SolverParams {
@@ -61,6 +64,7 @@ impl SolverParams {
             damping_ratio: 10.0,
             max_push_velocity: 3.0,
             restitution_threshold: 1.0,
+            rolling_resistance: 0.0,
         }
     }
 }
@@ -676,6 +680,48 @@ fn restitution(
     }
 }
 
+/// Rolling and spinning resistance (Box2D v3's `rollingResistance`, taken to 3D): each contact
+/// resists the relative angular velocity of its two bodies, rolling and spinning about the
+/// normal alike, with an angular impulse of at most `resistance × R × N`, where `N` is the
+/// contact's accumulated normal impulse and `R` the lever of its first point (a sphere's radius
+/// on the ground). Without it a sphere on a plane rolls, or spins about the vertical, forever:
+/// a point contact has no torque to stop it. `impulses` accumulates per constraint over the frame
+/// (cleared by the caller), so the clamp holds for the frame, as friction's does.
+fn rolling_resistance(
+    bodies: &mut [SolverBody],
+    constraints: &[ContactConstraint],
+    points: &[ConstraintPoint],
+    resistance: f32,
+    impulses: &mut [Vec3A],
+) {
+    for (c, acc) in constraints.iter().zip(impulses.iter_mut()) {
+        let pts = &points[range(c)];
+        let Some(first) = pts.first() else { continue };
+        let normal: f32 = pts.iter().map(|p| p.normal_impulse).sum();
+        let lever = first.anchor_a.length().max(first.anchor_b.length());
+        let limit = resistance * lever * normal;
+        if limit <= 0.0 {
+            continue;
+        }
+        let (ia, ib) = (c.body_a as usize, c.body_b as usize);
+        let (ka, kb) = (bodies[ia].inv_inertia, bodies[ib].inv_inertia);
+        let k = ka + kb;
+        if k.determinant().abs() <= f32::EPSILON {
+            continue;
+        }
+        let w = bodies[ib].angular_velocity - bodies[ia].angular_velocity;
+        let old = *acc;
+        let mut new = old - k.inverse() * w;
+        if new.length() > limit {
+            new *= limit / new.length();
+        }
+        let delta = new - old;
+        *acc = new;
+        bodies[ia].angular_velocity -= ka * delta;
+        bodies[ib].angular_velocity += kb * delta;
+    }
+}
+
 /// Solves one island (or a batch of islands) for one frame: `bodies` (the last may be the shared
 /// static stand-in), the contact constraints between them and their points, built with
 /// [`ContactConstraint::new`]. On return each body's `velocity`, `angular_velocity`,
@@ -701,6 +747,11 @@ pub fn solve_island(
     let h = params.dt / params.substeps as f32;
     let inv_h = 1.0 / h;
     prepare(params, bodies, constraints, points);
+    let mut rolling = if params.rolling_resistance > 0.0 {
+        vec![Vec3A::ZERO; constraints.len()]
+    } else {
+        Vec::new()
+    };
     for _ in 0..params.substeps {
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {
@@ -709,6 +760,10 @@ pub fn solve_island(
         }
         warm_start(bodies, constraints, points);
         solve(bodies, constraints, points, inv_h, params, true);
+        if !rolling.is_empty() {
+            let r = params.rolling_resistance;
+            rolling_resistance(bodies, constraints, points, r, &mut rolling);
+        }
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {
                 b.delta_position += b.velocity * h;
