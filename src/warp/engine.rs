@@ -393,42 +393,13 @@ pub fn run_warp(
     )
 }
 
-/// [`run_warp`] with the optional controls: the parallelism estimate, a deadline.
-pub fn run_warp_with(
-    scene: &Scene,
-    config: WarpConfig,
-    end_tick: Tick,
-    out: &mut FrameOut<'_>,
-    control: WarpControl,
-) -> Result<WarpStats, String> {
-    run_warp_from_with(scene, config, 0, None, end_tick, out, control)
-}
-
 /// [`run_warp`] starting at `start_tick` (a frame tick) from `start` (the committed states of
 /// the dynamic bodies there; `None`: the scene's initial states, at tick 0 only): the first
 /// frame handed to `out` is `start_tick`'s. A checkpoint resumes this way: by the per-tick
 /// rules a committed state depends only on the states at the tick before, so the frames equal
 /// those of one run from tick 0.
-pub fn run_warp_from(
-    scene: &Scene,
-    config: WarpConfig,
-    start_tick: Tick,
-    start: Option<&[BodyState]>,
-    end_tick: Tick,
-    out: &mut FrameOut<'_>,
-) -> Result<WarpStats, String> {
-    run_warp_from_with(
-        scene,
-        config,
-        start_tick,
-        start,
-        end_tick,
-        out,
-        WarpControl::default(),
-    )
-}
-
-/// [`run_warp_from`] with the controls of [`run_warp_with`].
+///
+/// `control` adds the optional controls: the parallelism estimate, a deadline.
 pub fn run_warp_from_with(
     scene: &Scene,
     config: WarpConfig,

@@ -46,9 +46,7 @@ pub type EntityId = u32;
 /// A dynamic body, numbered in scene order among the dynamic bodies.
 pub type BodyId = u32;
 
-pub use engine::{
-    WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from, run_warp_from_with, run_warp_with,
-};
+pub use engine::{WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from_with};
 pub use groups::{Group, GroupError, GroupGraph, GroupId, NewGroup, Undo};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use profile::Parallelism;
