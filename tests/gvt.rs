@@ -176,3 +176,106 @@ fn frames_every_4_ticks_48_threads() {
         run(b, 48, 200, 4, 200);
     }
 }
+
+/// Issue 5, item 6: the buffer counts bodies, not entities, so fusion and fission never change
+/// a tick's target. Body 0 and body 1 record alone until tick 20, then as one fused group; the
+/// group {2, 3, 4, 5} records as one until tick 15, then as two halves. Each thread also rolls
+/// its newest ticks back across its regroup once (undoing per body, re-recording in the
+/// grouping of each tick). Every tick must commit once, in order, with all six bodies' last
+/// states, while the consumer drains.
+#[test]
+fn regrouped_bodies_count_the_same() {
+    for &backend in Backend::COMPILED {
+        let end: Tick = 40;
+        let g = Arc::new(GvtBuffer::new(backend, GvtConfig::new(6, 1, 8)).unwrap());
+        type Grouping = fn(Tick) -> Vec<Vec<BodyId>>;
+        let fusing: Grouping = |t| {
+            if t < 20 {
+                vec![vec![0], vec![1]]
+            } else {
+                vec![vec![0, 1]]
+            }
+        };
+        let splitting: Grouping = |t| {
+            if t < 15 {
+                vec![vec![2, 3, 4, 5]]
+            } else {
+                vec![vec![2, 3], vec![4, 5]]
+            }
+        };
+        let workers: Vec<_> = [(fusing, 22u64), (splitting, 17u64)]
+            .into_iter()
+            .map(|(grouping, rollback_at)| {
+                let g = g.clone();
+                std::thread::spawn(move || {
+                    let mut version = BTreeMap::new();
+                    let record = |t: Tick, v: u32| {
+                        for group in grouping(t) {
+                            let states: Vec<(BodyId, BodyState)> =
+                                group.iter().map(|&b| (b, state(b, t, v))).collect();
+                            assert_eq!(g.record(t, &states), Ok(()), "tick {t} committed early");
+                        }
+                    };
+                    let mut t = 0;
+                    let mut rolled = false;
+                    while t < end {
+                        while t > g.lvt_upper_bound() {
+                            std::thread::yield_now();
+                        }
+                        record(t, 0);
+                        version.insert(t, 0u32);
+                        if t == rollback_at && !rolled {
+                            // Roll back newest first, across the regroup, as far as allowed.
+                            rolled = true;
+                            let mut back = t;
+                            while back + 6 > t {
+                                let bodies: Vec<BodyId> = grouping(back).concat();
+                                match g.unrecord(back, &bodies) {
+                                    Ok(()) => {}
+                                    Err(GvtError::Committed { .. }) => break,
+                                    Err(e) => panic!("unrecord {back}: {e}"),
+                                }
+                                version.remove(&back);
+                                if back == 0 {
+                                    break;
+                                }
+                                back -= 1;
+                            }
+                            let first = version.keys().next_back().map_or(0, |&k| k + 1);
+                            for r in first..=t {
+                                record(r, 1);
+                                version.insert(r, 1);
+                            }
+                        }
+                        t += 1;
+                    }
+                    (grouping(end).concat(), version)
+                })
+            })
+            .collect();
+        let mut frames = Vec::new();
+        while g.gvt() < end {
+            frames.extend(g.drain_committed());
+            std::thread::yield_now();
+        }
+        let logs: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        frames.extend(g.drain_committed());
+        g.validate().unwrap();
+        assert_eq!(
+            frames.iter().map(|f| f.0).collect::<Vec<_>>(),
+            (0..end).collect::<Vec<_>>()
+        );
+        let mut final_version = vec![BTreeMap::new(); 6];
+        for (mine, v) in &logs {
+            for &b in mine {
+                final_version[b as usize] = v.clone();
+            }
+        }
+        for (t, states) in &frames {
+            let want: Vec<BodyState> = (0..6u32)
+                .map(|b| state(b, *t, final_version[b as usize][t]))
+                .collect();
+            assert_eq!(states, &want, "{backend:?}: frame {t}");
+        }
+    }
+}
