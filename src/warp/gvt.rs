@@ -298,6 +298,9 @@ impl GvtBuffer {
             return Err(GvtError::Committed { tick });
         }
         keys.push(self.count_key(tick));
+        // Duplicates are looked for only when there is more than one body (a single body's
+        // record, the common case, allocates nothing).
+        let mut first: Option<BodyId> = None;
         let mut seen: Vec<BodyId> = Vec::new();
         for b in bodies {
             if b as usize >= self.bodies {
@@ -306,14 +309,20 @@ impl GvtBuffer {
                     bodies: self.bodies,
                 });
             }
-            seen.push(b);
+            match first {
+                None => first = Some(b),
+                Some(f) => {
+                    if seen.is_empty() {
+                        seen.push(f);
+                    }
+                    seen.push(b);
+                }
+            }
             keys.push(self.chunk_key(tick, b as usize / CHUNK));
         }
-        if seen.len() > 1 {
-            seen.sort_unstable();
-            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-                return Err(GvtError::AlreadyRecorded { body: w[0], tick });
-            }
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(GvtError::AlreadyRecorded { body: w[0], tick });
         }
         Ok(())
     }
