@@ -234,16 +234,19 @@ pub fn fuses(rules: &Rules, a: usize, sa: &BodyState, b: usize, sb: &BodyState) 
         .is_some_and(|v| v < FUSE_SPEED)
 }
 
-/// Rules 1 and 2 (fission, fusion) at `tick` over all groups, by brute force over pairs (the
-/// sequential reference's way; the warp engine learns the same contacts from the TVHT).
-/// Replaces `islands` by the groups at `tick`, ascending by smallest body, and returns what
-/// changed.
+/// Rules 1 and 2 (fission, fusion) at `tick` over all groups; the fusion candidates are
+/// `candidates`, the pairs of [`contact_candidates`] at these states (the sequential
+/// reference's way, which it reuses for the kicks of the tick; the warp engine learns the same
+/// contacts from the TVHT). Replaces `islands` by the groups at `tick`, ascending by smallest
+/// body, and returns what changed.
 pub fn regroup(
     rules: &Rules,
     islands: &mut Vec<Island>,
     states: &[BodyState],
     tick: Tick,
+    candidates: &[(usize, usize)],
 ) -> Vec<Change> {
+    let originals: Vec<Vec<BodyId>> = islands.iter().map(|i| i.bodies.clone()).collect();
     // Fission: each awake group's touching pairs at this tick.
     let mut pieces: Vec<(usize, Island)> = Vec::new();
     for (i, mut isl) in islands.drain(..).enumerate() {
@@ -290,8 +293,7 @@ pub fn regroup(
         }
     }
     let mut parent: Vec<usize> = (0..pieces.len()).collect();
-    let boxes: Vec<_> = (0..n).map(|b| rules.aabb(b, &states[b])).collect();
-    for (a, b) in overlapping_pairs(&boxes) {
+    for &(a, b) in candidates {
         let (pa, pb) = (piece_of[a], piece_of[b]);
         if pa == pb || (pieces[pa].1.asleep && pieces[pb].1.asleep) {
             continue;
@@ -301,12 +303,9 @@ pub fn regroup(
         }
     }
     // The groups at this tick, and the changes: each set of old groups whose bodies moved.
+    let roots: Vec<usize> = (0..pieces.len()).map(|p| root(&mut parent, p)).collect();
     let mut merged: Vec<Option<Island>> = vec![None; pieces.len()];
-    let mut sources: Vec<Vec<usize>> = vec![Vec::new(); pieces.len()];
-    for (p, (old, isl)) in pieces.iter().enumerate() {
-        let r = root(&mut parent, p);
-        let (old, isl) = (*old, isl.clone());
-        sources[r].push(old);
+    for ((_, isl), r) in pieces.into_iter().zip(roots) {
         merged[r] = Some(match merged[r].take() {
             None => isl,
             Some(mut m) => {
@@ -321,17 +320,6 @@ pub fn regroup(
             }
         });
     }
-    let originals: Vec<Vec<BodyId>> = {
-        let mut o: Vec<Vec<BodyId>> =
-            vec![Vec::new(); pieces.iter().map(|p| p.0 + 1).max().unwrap_or(0)];
-        for (old, isl) in &pieces {
-            o[*old].extend(&isl.bodies);
-        }
-        for v in &mut o {
-            v.sort_unstable();
-        }
-        o
-    };
     let mut new: Vec<Island> = merged.into_iter().flatten().collect();
     new.sort_by_key(|isl| isl.bodies[0]);
     // Cluster old groups and new groups that share bodies: each cluster that is not one old
@@ -352,9 +340,6 @@ pub fn regroup(
     let mut changes: Vec<Change> = Vec::new();
     let mut change_of_root: Vec<Option<usize>> = vec![None; originals.len()];
     for (o, bodies) in originals.iter().enumerate() {
-        if bodies.is_empty() {
-            continue;
-        }
         let r = root(&mut link, o);
         let c = *change_of_root[r].get_or_insert_with(|| {
             changes.push(Change {
@@ -381,10 +366,24 @@ pub fn regroup(
     changes
 }
 
-/// The groups at the first tick of a fresh run: the single bodies fused by rule 2.
-pub fn initial_islands(rules: &Rules, states: &[BodyState]) -> Vec<Island> {
+/// Every pair `a < b` of dynamic bodies whose rule-1 boxes overlap at `states`: the only pairs
+/// that can be in contact (rule 2) at this tick.
+pub fn contact_candidates(rules: &Rules, states: &[BodyState]) -> Vec<(usize, usize)> {
+    let boxes: Vec<_> = (0..rules.bodies())
+        .map(|b| rules.aabb(b, &states[b]))
+        .collect();
+    overlapping_pairs(&boxes)
+}
+
+/// The groups at the first tick of a fresh run: the single bodies fused by rule 2 (`candidates`
+/// as for [`regroup`]).
+pub fn initial_islands(
+    rules: &Rules,
+    states: &[BodyState],
+    candidates: &[(usize, usize)],
+) -> Vec<Island> {
     let mut islands: Vec<Island> = (0..rules.bodies() as BodyId).map(Island::single).collect();
-    regroup(rules, &mut islands, states, 0);
+    regroup(rules, &mut islands, states, 0, candidates);
     islands
 }
 

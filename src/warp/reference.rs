@@ -12,7 +12,7 @@
 //! sleep — in lock-step. It is what the warp engine with contact groups must equal.
 
 use super::group_rules::{
-    Change, Island, initial_islands, overlapping_pairs, regroup, step_island,
+    Change, Island, contact_candidates, initial_islands, regroup, step_island,
 };
 use super::rules::{Kick, Rules};
 use super::{BodyId, Tick};
@@ -65,7 +65,8 @@ pub struct GroupedRun {
 
 /// The sequential reference with contact groups: the rules of [`super::group_rules`] applied
 /// in lock-step to every body from its initial state (all overlapping pairs, for small
-/// scenes; the pairs come from a sort-and-sweep on x). At each tick: regroup (not at tick 0, whose groups are [`initial_islands`]), kicks
+/// scenes; the pairs come from a sort-and-sweep on x, once per tick for both). At each tick:
+/// regroup (not at tick 0, whose groups are [`initial_islands`]), kicks
 /// between groups from the pre-event states (waking a kicked sleeping group), then each group
 /// steps.
 pub fn grouped_reference(
@@ -75,18 +76,20 @@ pub fn grouped_reference(
 ) -> Result<GroupedRun, String> {
     let n = rules.bodies();
     let mut states = rules.initial.clone();
+    let mut pairs = contact_candidates(rules, &states);
     let mut run = GroupedRun {
         frames: vec![states.clone()],
         changes: Vec::new(),
         sleeps: Vec::new(),
         wakes: Vec::new(),
-        islands: initial_islands(rules, &states),
+        islands: initial_islands(rules, &states, &pairs),
     };
     let mut kicks: Vec<Vec<Kick>> = vec![Vec::new(); n];
     let mut island_of = vec![0usize; n];
     for tick in 0..end_tick {
         if tick > 0 {
-            let changes = regroup(rules, &mut run.islands, &states, tick);
+            pairs = contact_candidates(rules, &states);
+            let changes = regroup(rules, &mut run.islands, &states, tick, &pairs);
             run.changes.extend(changes);
         }
         for (i, isl) in run.islands.iter().enumerate() {
@@ -97,8 +100,7 @@ pub fn grouped_reference(
         for k in kicks.iter_mut() {
             k.clear();
         }
-        let boxes: Vec<_> = (0..n).map(|b| rules.aabb(b, &states[b])).collect();
-        for (a, b) in overlapping_pairs(&boxes) {
+        for &(a, b) in &pairs {
             let (ia, ib) = (island_of[a], island_of[b]);
             if ia == ib || (run.islands[ia].asleep && run.islands[ib].asleep) {
                 continue;
