@@ -195,14 +195,31 @@ pub struct GroupGraph {
     start: Tick,
 }
 
-/// Reads a group record inside a section, noting its slot as lacking if it was not named.
-fn lookup<'v>(v: &'v View<'_, Slot>, id: GroupId, lacks: &mut Vec<usize>) -> Option<&'v Group> {
+/// Reads a group record inside a section: `Ok(None)` when its slot was not named (the slot is
+/// noted in `lacks`, for the section's next run), the error naming it when it is not there.
+fn lookup<'v>(
+    v: &'v View<'_, Slot>,
+    id: GroupId,
+    lacks: &mut Vec<usize>,
+) -> Result<Option<&'v Group>, GroupError> {
     let k = id.rep as usize;
     if !v.contains(k) {
         lacks.push(k);
-        return None;
+        return Ok(None);
     }
-    v.get(k).groups.iter().find(|g| g.id == id)
+    match v.get(k).groups.iter().find(|g| g.id == id) {
+        Some(g) => Ok(Some(g)),
+        None => Err(GroupError::UnknownGroup(id)),
+    }
+}
+
+/// A group record this section has already read.
+fn known<'v>(v: &'v View<'_, Slot>, id: GroupId) -> &'v Group {
+    v.get(id.rep as usize)
+        .groups
+        .iter()
+        .find(|g| g.id == id)
+        .expect("a group read earlier in its own section")
 }
 
 fn lookup_mut<'v>(v: &'v mut View<'_, Slot>, id: GroupId) -> &'v mut Group {
@@ -442,7 +459,9 @@ impl GroupGraph {
             let mut records: Vec<&Group> = Vec::with_capacity(parents.len());
             for &p in &parents {
                 match lookup(v, p, &mut lacks) {
-                    Some(r) => {
+                    Err(e) => return Plan::Done(Err(e)),
+                    Ok(None) => {}
+                    Ok(Some(r)) => {
                         if let Some(e) = r.end {
                             return Plan::Done(Err(GroupError::Ended(p, e)));
                         }
@@ -455,10 +474,6 @@ impl GroupGraph {
                         union.extend(&r.bodies);
                         records.push(r);
                     }
-                    None if lacks.is_empty() => {
-                        return Plan::Done(Err(GroupError::UnknownGroup(p)));
-                    }
-                    None => {}
                 }
             }
             if !lacks.is_empty() {
@@ -553,9 +568,10 @@ impl GroupGraph {
         edges.sort_unstable();
         edges.dedup();
         self.run(vec![id.rep as usize], |v| {
-            let mut lacks = Vec::new();
-            let Some(r) = lookup(v, id, &mut lacks) else {
-                return Plan::Done(Err(GroupError::UnknownGroup(id)));
+            // Its only slot is named: the look finds it or names the error.
+            let r = match lookup(v, id, &mut Vec::new()) {
+                Ok(Some(r)) => r,
+                _ => return Plan::Done(Err(GroupError::UnknownGroup(id))),
             };
             if let Some(e) = r.end {
                 return Plan::Done(Err(GroupError::Ended(id, e)));
@@ -608,9 +624,8 @@ impl GroupGraph {
             // Connected as looked at: clear the flag in a section, unless the edges changed
             // since (then look again).
             let cleared = self.run(vec![id.rep as usize], |v| {
-                let mut lacks = Vec::new();
-                match lookup(v, id, &mut lacks) {
-                    Some(now) if now.end.is_none() && now.contacts == r.contacts => {
+                match lookup(v, id, &mut Vec::new()) {
+                    Ok(Some(now)) if now.end.is_none() && now.contacts == r.contacts => {
                         lookup_mut(v, id).may_split = false;
                         Plan::Done(true)
                     }
@@ -641,11 +656,10 @@ impl GroupGraph {
                 if !seen.insert(x) {
                     continue;
                 }
-                let Some(rec) = lookup(v, x, &mut lacks) else {
-                    if lacks.is_empty() {
-                        return Plan::Done(Err(GroupError::UnknownGroup(x)));
-                    }
-                    continue;
+                let rec = match lookup(v, x, &mut lacks) {
+                    Ok(Some(rec)) => rec,
+                    Ok(None) => continue,
+                    Err(e) => return Plan::Done(Err(e)),
                 };
                 if rec.id.birth <= r {
                     if let Some(e) = rec.end.filter(|&e| e <= r) {
@@ -666,18 +680,17 @@ impl GroupGraph {
             let mut parents: BTreeSet<GroupId> = BTreeSet::new();
             let mut stack: Vec<GroupId> = Vec::new();
             for &a in &alive {
-                let rec = lookup(v, a, &mut lacks).expect("read above");
+                let rec = known(v, a);
                 stack.extend(&rec.children);
             }
             while let Some(d) = stack.pop() {
                 if !deleted.insert(d) {
                     continue;
                 }
-                let Some(rec) = lookup(v, d, &mut lacks) else {
-                    if lacks.is_empty() {
-                        return Plan::Done(Err(GroupError::UnknownGroup(d)));
-                    }
-                    continue;
+                let rec = match lookup(v, d, &mut lacks) {
+                    Ok(Some(rec)) => rec,
+                    Ok(None) => continue,
+                    Err(e) => return Plan::Done(Err(e)),
                 };
                 note_lacking(v, &rec.bodies, &mut lacks);
                 parents.extend(&rec.parents);
@@ -692,11 +705,9 @@ impl GroupGraph {
                     continue;
                 }
                 match lookup(v, p, &mut lacks) {
-                    Some(rec) => resumed.push((p, rec.end.expect("a parent has ended"))),
-                    None if lacks.is_empty() => {
-                        return Plan::Done(Err(GroupError::UnknownGroup(p)));
-                    }
-                    None => {}
+                    Ok(Some(rec)) => resumed.push((p, rec.end.expect("a parent has ended"))),
+                    Ok(None) => {}
+                    Err(e) => return Plan::Done(Err(e)),
                 }
             }
             if !lacks.is_empty() {
@@ -704,7 +715,7 @@ impl GroupGraph {
             }
             let dead_bodies: Vec<BodyId> = deleted
                 .iter()
-                .flat_map(|&d| lookup(v, d, &mut lacks).expect("read above").bodies.clone())
+                .flat_map(|&d| known(v, d).bodies.clone())
                 .collect();
             // Everything read; now change.
             for &d in &deleted {
