@@ -219,7 +219,10 @@ fn regrouped_bodies_count_the_same() {
                     let mut t = 0;
                     let mut rolled = false;
                     while t < end {
+                        let waiting = std::time::Instant::now();
                         while t > g.lvt_upper_bound() {
+                            // A stuck GVT fails instead of hanging.
+                            assert!(waiting.elapsed().as_secs() < 30, "GVT stuck at {}", g.gvt());
                             std::thread::yield_now();
                         }
                         record(t, 0);
@@ -254,7 +257,9 @@ fn regrouped_bodies_count_the_same() {
             })
             .collect();
         let mut frames = Vec::new();
+        let waiting = std::time::Instant::now();
         while g.gvt() < end {
+            assert!(waiting.elapsed().as_secs() < 60, "GVT stuck at {}", g.gvt());
             frames.extend(g.drain_committed());
             std::thread::yield_now();
         }
