@@ -139,8 +139,9 @@ struct RunArgs {
     /// Worker threads (default: the available parallelism)
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// What guards the shared structures of the warp engine
-    #[arg(long, value_enum, default_value_t = Backend::Stm)]
+    /// What guards the shared structures of the warp engine (default: the build's, stm when
+    /// compiled in)
+    #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
     /// Write the committed frames to FILE (.csv)
     #[arg(long, value_name = "FILE")]
@@ -180,8 +181,9 @@ struct ResumeArgs {
     /// Worker threads (default: the available parallelism)
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// What guards the shared structures of the warp engine
-    #[arg(long, value_enum, default_value_t = Backend::Stm)]
+    /// What guards the shared structures of the warp engine (default: the build's, stm when
+    /// compiled in)
+    #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
     /// Write the resumed frames (those after the checkpoint) to FILE (.csv)
     #[arg(long, value_name = "FILE")]

@@ -35,6 +35,17 @@ pub enum Backend {
     Locks,
 }
 
+impl Default for Backend {
+    /// The build's own default guard (`stm` when compiled in), so that a default run works in
+    /// a locks-only build too.
+    fn default() -> Self {
+        match crate::sync::Backend::default().name() {
+            "stm" => Backend::Stm,
+            _ => Backend::Locks,
+        }
+    }
+}
+
 impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
@@ -70,11 +81,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             engine: EngineKind::Frame,
-            // The build's own default guard, so that a default run works in a locks-only build.
-            backend: match crate::sync::Backend::default().name() {
-                "stm" => Backend::Stm,
-                _ => Backend::Locks,
-            },
+            backend: Backend::default(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             seconds: None,
             progress: false,
