@@ -98,6 +98,7 @@ fn bench_warp(c: &mut Criterion) {
         backend: Backend::COMPILED[0],
         window: None,
         chaos: None,
+        groups: false,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

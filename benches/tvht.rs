@@ -45,6 +45,7 @@ fn sphere(rng: &mut SplitMix64, body: u32) -> BodyEntry {
             velocity: Vec3::ZERO,
             angular_velocity: Vec3::ZERO,
         },
+        asleep: false,
     }
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
 //!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet] [--parallelism]
-//!              [--checkpoint FILE [--checkpoint-every S]]
+//!              [--groups on|off] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp scenes [--export NAME [--bodies N]]
@@ -36,7 +36,7 @@ use std::path::{MAIN_SEPARATOR, Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use timewarp::bench::report::{self, Machine};
 use timewarp::bench::{Case, Sweep, plot, run_sweep};
@@ -156,8 +156,19 @@ struct RunArgs {
     /// bounds) in the summary
     #[arg(long)]
     parallelism: bool,
+    /// Warp engine: contact groups (bodies in slow, lasting contact simulated as one island
+    /// entity that fuses, splits and sleeps)
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Toggle::Off)]
+    groups: Toggle,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
+}
+
+/// A switch given as `on` or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Toggle {
+    On,
+    Off,
 }
 
 #[derive(Args, Debug)]
@@ -313,6 +324,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         label,
         parallelism: args.parallelism,
         time_limit: None,
+        groups: args.groups == Toggle::On,
     };
     let outputs = Outputs {
         out: args.out.as_deref(),

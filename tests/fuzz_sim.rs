@@ -225,6 +225,7 @@ fn simulate(
         backend: Backend::COMPILED[backend % Backend::COMPILED.len()],
         window: Some(window),
         chaos: None,
+        groups: false,
     };
     let mut got: Vec<Vec<BodyState>> = Vec::new();
     run_warp(&scene, config, end, &mut |_, states| {
@@ -324,6 +325,7 @@ fn the_last_committed_frame_is_never_lost() {
                     backend,
                     window: Some(256),
                     chaos: None,
+                    groups: false,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

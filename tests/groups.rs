@@ -126,22 +126,7 @@ fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
 
 #[test]
 fn a_slow_landing_fuses_and_a_fast_hit_stays_a_collision() {
-    // Box 0 rests on the ground; box 1 lands on it from 5 mm (0.31 m/s); far away, sphere 2
-    // flies at 6 m/s into box 3, which rests on the ground.
-    let far = Vec3::new(20.0, 0.0, 0.0);
-    let mut ball = body(
-        Shape::Sphere { radius: 0.25 },
-        far + Vec3::new(-2.0, 0.5, 0.0),
-        1.0,
-    );
-    ball.velocity = Vec3::new(6.0, 0.0, 0.0);
-    let bodies = vec![
-        ground(),
-        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
-        body(unit_box(), Vec3::new(0.0, 1.505, 0.0), 1.0),
-        ball,
-        body(unit_box(), far + Vec3::new(0.0, 0.5, 0.0), 1.0),
-    ];
+    let bodies = landing_and_hit();
     let (_, run) = run_every(bodies, 0.5, 1);
     let landed = fused_at(&run, 0, 1).expect("the landing box did not fuse");
     // Free fall over 5 mm takes 32 ms, about 31 ticks.
@@ -165,19 +150,7 @@ fn a_slow_landing_fuses_and_a_fast_hit_stays_a_collision() {
 
 #[test]
 fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
-    // Boxes 0 and 1 stacked on the ground fuse as they settle; sphere 2 hits box 1 at 8 m/s.
-    let mut ball = body(
-        Shape::Sphere { radius: 0.25 },
-        Vec3::new(-2.5, 1.5, 0.0),
-        1.0,
-    );
-    ball.velocity = Vec3::new(8.0, 0.0, 0.0);
-    let bodies = vec![
-        ground(),
-        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
-        body(unit_box(), Vec3::new(0.0, 1.5, 0.0), 1.0),
-        ball,
-    ];
+    let bodies = knocked_stack();
     let (_, run) = run(bodies, 0.6);
     let fused = fused_at(&run, 0, 1).expect("the stack did not fuse");
     let together = |g: &Vec<BodyId>| g.contains(&0) && g.contains(&1);
@@ -212,13 +185,7 @@ fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
 
 #[test]
 fn a_kick_wakes_a_sleeping_group() {
-    // Box 0 rests on the ground and sleeps after 0.5 s; sphere 1 falls on it from 6 m and
-    // hits it at about 9.5 m/s (a kick, not a fusion), waking it.
-    let bodies = vec![
-        ground(),
-        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
-        body(Shape::Sphere { radius: 0.3 }, Vec3::new(0.1, 6.0, 0.0), 0.5),
-    ];
+    let bodies = falling_ball_on_box();
     let (_, run) = run(bodies, 1.5);
     let (slept, group) = run.sleeps[0].clone();
     assert_eq!(group, vec![0]);

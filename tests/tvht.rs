@@ -57,6 +57,7 @@ fn random_bodies(rng: &mut SplitMix64, entity: EntityId, version: &mut u32) -> V
                     velocity: Vec3::new(*version as f32, 0.0, 0.0),
                     angular_velocity: Vec3::ZERO,
                 },
+                asleep: false,
             }
         })
         .collect()

@@ -3,31 +3,15 @@
 //! scenes (seed 000, Section 6.1) with 100 bodies, for 1, 2 and 8 worker threads, windows 1 and
 //! 256, and every compiled backend. Run with `cargo test --release --features stm,locks --test warp`.
 
-use timewarp::dynamics::BodyState;
 use timewarp::scene::{Scene, builtin};
 use timewarp::sync::Backend;
 use timewarp::warp::reference::reference_frames;
 use timewarp::warp::rules::Rules;
-use timewarp::warp::{WarpConfig, WarpStats, run_warp};
+use timewarp::warp::{WarpConfig, run_warp};
 
-fn bits(frames: &[Vec<BodyState>]) -> Vec<Vec<[u32; 13]>> {
-    frames
-        .iter()
-        .map(|f| f.iter().map(|s| s.to_array().map(f32::to_bits)).collect())
-        .collect()
-}
-
-fn warp_frames(scene: &Scene, config: WarpConfig, end: u64) -> (Vec<Vec<BodyState>>, WarpStats) {
-    let ft = u64::from(scene.world.frame_ticks);
-    let mut frames = Vec::new();
-    let stats = run_warp(scene, config, end, &mut |t, states| {
-        assert_eq!(t, frames.len() as u64 * ft, "frames out of order");
-        frames.push(states.to_vec());
-        Ok(())
-    })
-    .unwrap();
-    (frames, stats)
-}
+#[path = "support/frames.rs"]
+mod frames;
+use frames::{bits, warp_frames};
 
 /// Runs `scene` for `ticks` (a multiple of frame_ticks) in every configuration and compares.
 fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
@@ -46,6 +30,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     backend,
                     window: Some(window),
                     chaos: None,
+                    groups: false,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -99,6 +84,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             backend: Backend::default(),
             window: Some(window),
             chaos: None,
+            groups: false,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -113,6 +99,7 @@ fn sink_errors_stop_the_run() {
         backend: Backend::default(),
         window: Some(16),
         chaos: None,
+        groups: false,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -164,6 +151,7 @@ fn head_on_collision_swaps_velocities() {
             backend: Backend::default(),
             window: Some(256),
             chaos: None,
+            groups: false,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));

@@ -95,6 +95,7 @@ fn chaos_schedules_over_20_seeds_equal_the_reference() {
             backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
             window: Some([4, 64, 256][seed as usize % 3]),
             chaos: Some(seed),
+            groups: false,
         };
         let mut got = Vec::new();
         let stats = run_warp(&scene, config, end, &mut |_, s| {

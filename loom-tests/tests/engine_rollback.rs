@@ -193,7 +193,7 @@ fn bits(s: &BodyState) -> [u32; 13] {
 
 /// The mailboxes, and what the model checks about the messages.
 struct Post {
-    boxes: Vec<VecDeque<Msg>>,
+    boxes: Vec<VecDeque<(BodyId, Msg)>>,
     /// Messages sent and not yet handled by a turn that has ended.
     unhandled: usize,
     /// Every message sent: (from, to, message).
@@ -260,7 +260,7 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
         turn = Some((gvt, mail.len()));
         let result = entity.run(&env, &mut || mail.pop_front(), &mut |to, m| {
             let mut p = sh.post.lock().unwrap();
-            p.boxes[to as usize].push_back(m);
+            p.boxes[to as usize].push_back((to, m));
             p.unhandled += 1;
             p.log.push((id, to, m));
             sh.wake[to as usize].notify_all();

@@ -50,6 +50,7 @@ fn entry(body: u32, min: [f32; 3], max: [f32; 3]) -> BodyEntry {
             velocity: Vec3::new(0.0, -(body as f32), 0.0),
             angular_velocity: Vec3::ZERO,
         },
+        asleep: false,
     }
 }
 

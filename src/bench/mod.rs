@@ -410,6 +410,7 @@ pub fn run_once(
         label: config.scene.clone(),
         parallelism: profile && config.engine == EngineKind::Warp,
         time_limit: Some(time_limit),
+        groups: false,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

@@ -111,6 +111,13 @@ impl fmt::Display for RunSummary {
                     "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks",
                     w.antievents, w.rolled_back_ticks, w.tvht_writes, ratio, w.mean_lead
                 )?;
+                if w.groups {
+                    write!(
+                        f,
+                        "\ncontact groups: {} changes ({} fusions, {} fissions), {} groups asleep at the end, {} group-ticks stepped asleep, 0 rollbacks across group changes (changes are made at committed ticks)",
+                        w.group_changes, w.fusions, w.fissions, w.sleeping_groups, w.asleep_ticks
+                    )?;
+                }
                 if let Some(p) = &w.parallelism {
                     write!(
                         f,

@@ -41,10 +41,11 @@
 //! tests compare them with the sequential [`super::reference`].
 
 use super::entity::{Entity, EntityStats, Env, Turn};
+use super::group_rules::{contact_candidates, initial_islands};
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
-use super::{BodyId, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
+use super::{BodyId, EntityId, GroupGraph, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
 use crate::dynamics::BodyState;
 use crate::scene::{Scene, SplitMix64};
 use crate::sync::Backend;
@@ -52,8 +53,9 @@ use crossbeam::queue::SegQueue;
 use crossbeam::sync::{Parker, Unparker};
 use crossbeam::utils::Backoff;
 use crossbeam_deque::{Injector, Stealer, Worker};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Settings of a warp run.
@@ -69,6 +71,11 @@ pub struct WarpConfig {
     /// spin between sending a message and scheduling its receiver, and defer tasks to the
     /// global queue at random. Committed frames must not change; only speed does.
     pub chaos: Option<u64>,
+    /// Contact groups (seed 001, Section 4.4): bodies in slow, lasting contact are one entity,
+    /// an island stepped by the island solver, that fuses, splits and sleeps by the rules of
+    /// [`super::group_rules`]; the frames equal [`super::reference::grouped_reference`]. Off:
+    /// every body is an entity of its own, by the rules of [`super::rules`].
+    pub groups: bool,
 }
 
 impl Default for WarpConfig {
@@ -79,6 +86,7 @@ impl Default for WarpConfig {
             backend: Backend::default(),
             window: None,
             chaos: None,
+            groups: false,
         }
     }
 }
@@ -152,6 +160,16 @@ pub struct WarpStats {
     pub parallelism: Option<Parallelism>,
     /// The run stopped at [`WarpControl::deadline`] before the end tick was committed.
     pub time_limited: bool,
+    /// Whether the run had contact groups ([`WarpConfig::groups`]).
+    pub groups: bool,
+    /// Contact groups: group changes made (all at committed ticks, see [`super::entity`]),
+    /// fusions and fissions among them, the groups asleep at the end, and group-ticks stepped
+    /// asleep.
+    pub group_changes: u64,
+    pub fusions: u64,
+    pub fissions: u64,
+    pub sleeping_groups: u64,
+    pub asleep_ticks: u64,
 }
 
 /// Optional controls of a warp run (the default: none).
@@ -165,12 +183,38 @@ pub struct WarpControl {
     pub deadline: Option<Instant>,
 }
 
+/// The group changes waiting for their tick to be committed, and what was changed.
+#[derive(Default)]
+struct Changes {
+    /// Entities that found their group must change, by tick (see [`Entity::ending`]).
+    waiting: BTreeMap<Tick, BTreeSet<EntityId>>,
+    made: u64,
+    fusions: u64,
+    fissions: u64,
+    /// Whether the island graph changed since it was last pruned.
+    unpruned: bool,
+}
+
 /// Shared by the workers.
 struct Shared<'a> {
     env: Env<'a>,
-    entities: Vec<Mutex<Entity>>,
-    /// Messages, each with the id of the task that sent it (for the profiler).
-    mailboxes: Vec<SegQueue<(TaskId, Msg)>>,
+    /// One slot per body: the entity whose smallest body it is, if any (with contact groups
+    /// the other bodies' slots are empty).
+    entities: Vec<Mutex<Option<Entity>>>,
+    /// The slot of the entity that holds each body now (messages are addressed to bodies).
+    owner: Vec<AtomicU32>,
+    /// Messages, each with the id of the task that sent it (for the profiler) and the body it
+    /// is addressed to.
+    mailboxes: Vec<SegQueue<(TaskId, BodyId, Msg)>>,
+    /// Group changes announced by turns (tick, entity), drained by whoever regroups.
+    endings: SegQueue<(Tick, EntityId)>,
+    /// The smallest tick announced and not regrouped yet (`u64::MAX`: none).
+    next_change: AtomicU64,
+    changes: Mutex<Changes>,
+    /// The island graph (contact groups only).
+    graph: Option<GroupGraph>,
+    /// Counters of entities that ended (their groups changed).
+    retired: Mutex<EntityStats>,
     scheduled: Vec<AtomicBool>,
     injector: Injector<BodyId>,
     stealers: Vec<Stealer<BodyId>>,
@@ -184,6 +228,11 @@ struct Shared<'a> {
     unparkers: Vec<Unparker>,
     /// Task records for the parallelism estimate (`None`: not profiled, nothing recorded).
     profile: Option<Profiler>,
+}
+
+/// Locks `m`, whether or not a thread panicked holding it (a panic stops the run anyway).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// An idle worker sleeps at most this long before it looks for work again (a safety net: a
@@ -300,23 +349,44 @@ impl Shared<'_> {
         let me = task.as_ref().map_or(NO_TASK, |t| t.id);
         let mut deps = task.map(|t| &mut t.deps);
         let result = {
-            let mut e = self.entities[i].lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = lock(&self.entities[i]);
             let mailbox = &self.mailboxes[i];
-            e.run(
+            let Some(e) = slot.as_mut() else {
+                // An empty slot (its body is in a group): pass its mail on.
+                drop(slot);
+                self.scheduled[i].store(false, Ordering::SeqCst);
+                while let Some((from, to, m)) = mailbox.pop() {
+                    self.post(from, to, m, local, chaos);
+                }
+                return None;
+            };
+            // Mail for a body this entity no longer holds (sent before its group changed)
+            // goes on to the body's entity now.
+            let mut mail = Vec::new();
+            while let Some((from, to, m)) = mailbox.pop() {
+                if e.holds(to) {
+                    mail.push((from, to, m));
+                } else {
+                    self.post(from, to, m, local, chaos);
+                }
+            }
+            let mut mail = mail.into_iter();
+            let result = e.run(
                 &self.env,
                 &mut || {
-                    let (from, m) = mailbox.pop()?;
+                    let (from, to, m) = mail.next()?;
                     if let Some(d) = deps.as_mut() {
                         d.push(from);
                     }
-                    Some(m)
+                    Some((to, m))
                 },
-                &mut |to, m| {
-                    self.mailboxes[to as usize].push((me, m));
-                    chaos.after_send();
-                    self.schedule(to, local);
-                },
-            )
+                &mut |to, m| self.post(me, to, m, local, chaos),
+            );
+            if let Some(t) = e.ending() {
+                self.endings.push((t, e.bodies()[0]));
+                self.next_change.fetch_min(t, Ordering::SeqCst);
+            }
+            result
         };
         let mut parked = None;
         self.scheduled[i].store(false, Ordering::SeqCst);
@@ -339,7 +409,149 @@ impl Shared<'_> {
             self.schedule(id, local);
         }
         self.wake_parked(local);
+        self.regroup_committed(local);
         parked
+    }
+
+    /// Sends `m` from task `from` to body `to`: into the mailbox of the entity holding it.
+    fn post(&self, from: TaskId, to: BodyId, m: Msg, local: &Worker<BodyId>, chaos: &Chaos) {
+        let slot = self.owner[to as usize].load(Ordering::SeqCst);
+        self.mailboxes[slot as usize].push((from, to, m));
+        chaos.after_send();
+        self.schedule(slot, local);
+    }
+
+    /// Makes the group changes whose tick is committed (contact groups; see "Ending" in
+    /// [`super::entity`]). One worker at a time does it; the others go on.
+    fn regroup_committed(&self, local: &Worker<BodyId>) {
+        let gvt = self.env.gvt.gvt();
+        if self.next_change.load(Ordering::SeqCst) >= gvt {
+            return;
+        }
+        let Ok(mut changes) = self.changes.try_lock() else {
+            return;
+        };
+        loop {
+            while let Some((t, id)) = self.endings.pop() {
+                changes.waiting.entry(t).or_default().insert(id);
+            }
+            while changes
+                .waiting
+                .first_key_value()
+                .is_some_and(|(&t, _)| t < gvt)
+            {
+                let (t, ids) = changes.waiting.pop_first().expect("not empty");
+                if let Err(e) = self.regroup_at(t, ids, &mut changes, local) {
+                    self.fail(e);
+                    return;
+                }
+            }
+            let next = changes
+                .waiting
+                .first_key_value()
+                .map_or(u64::MAX, |(&t, _)| t);
+            self.next_change.store(next, Ordering::SeqCst);
+            // A turn announces a change before it lowers `next_change`: seeing the queue
+            // empty after the store means every later announcement lowers it again.
+            if self.endings.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// The group change at committed tick `t`: the entities `ids` announced it; those that
+    /// fuse with them there join it (transitively).
+    fn regroup_at(
+        &self,
+        t: Tick,
+        ids: BTreeSet<EntityId>,
+        changes: &mut Changes,
+        local: &Worker<BodyId>,
+    ) -> Result<(), String> {
+        let rules = self.env.rules;
+        let mut held: BTreeMap<EntityId, MutexGuard<'_, Option<Entity>>> = BTreeMap::new();
+        let mut todo: Vec<EntityId> = ids.into_iter().collect();
+        let mut parents = Vec::new();
+        while let Some(id) = todo.pop() {
+            if held.contains_key(&id) {
+                continue;
+            }
+            // Other slots are locked only by turns, which never wait for a lock: no deadlock.
+            let slot = lock(&self.entities[id as usize]);
+            let joins = match slot.as_ref() {
+                Some(e) if e.lvt() == t => {
+                    let (change, partners) = e.change_at_lvt(rules);
+                    for b in partners {
+                        todo.push(self.owner[b as usize].load(Ordering::SeqCst));
+                    }
+                    change
+                }
+                _ => false, // announced, then changed its mind (or already regrouped)
+            };
+            if joins {
+                parents.push(id);
+            }
+            held.insert(id, slot);
+        }
+        if parents.is_empty() {
+            return Ok(());
+        }
+        let mut ended = Vec::with_capacity(parents.len());
+        let mut stats = EntityStats::default();
+        for id in &parents {
+            let e = held
+                .get_mut(id)
+                .and_then(|s| s.take())
+                .expect("a parent is held");
+            stats.add(&e.stats);
+            ended.push(e);
+        }
+        lock(&self.retired).add(&stats);
+        let parent_ids: Vec<_> = ended.iter().map(Entity::group_id).collect();
+        let (kids, made) = Entity::regroup(rules, ended, t)
+            .map_err(|e| format!("group change at tick {t}: {e}"))?;
+        if let Some(graph) = &self.graph {
+            let children: Vec<_> = kids
+                .iter()
+                .map(|k| (k.bodies().to_vec(), k.edges()))
+                .collect();
+            graph
+                .regroup(&parent_ids, t, &children)
+                .map_err(|e| format!("island graph at tick {t}: {e}"))?;
+            changes.unpruned = true;
+        }
+        changes.made += made.len() as u64;
+        changes.fusions += made.iter().filter(|c| c.is_fusion()).count() as u64;
+        changes.fissions += made.iter().filter(|c| c.is_fission()).count() as u64;
+        let mut placed = Vec::with_capacity(kids.len());
+        for kid in kids {
+            let id = kid.bodies()[0];
+            for &b in kid.bodies() {
+                self.owner[b as usize].store(id, Ordering::SeqCst);
+            }
+            let slot = held
+                .entry(id)
+                .or_insert_with(|| lock(&self.entities[id as usize]));
+            debug_assert!(slot.is_none(), "a new group's slot is free");
+            **slot = Some(kid);
+            placed.push(id);
+        }
+        // Mail waiting in the slots that changed goes to the bodies' entities now.
+        let mut mail = Vec::new();
+        for &id in held.keys() {
+            while let Some(m) = self.mailboxes[id as usize].pop() {
+                mail.push(m);
+            }
+        }
+        drop(held);
+        let none = Chaos(None);
+        for (from, to, m) in mail {
+            self.post(from, to, m, local, &none);
+        }
+        for id in placed {
+            self.schedule(id, local);
+        }
+        Ok(())
     }
 
     fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos, parker: Parker) {
@@ -358,6 +570,7 @@ impl Shared<'_> {
                 }
                 None => {
                     self.wake_parked(&local);
+                    self.regroup_committed(&local);
                     if backoff.is_completed() {
                         self.idle(me, &parker);
                         backoff.reset();
@@ -435,6 +648,40 @@ pub fn run_warp_from_with(
         ..GvtConfig::new(n, frame_ticks, window)
     };
     let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;
+    // The entities: one per body, or one per contact group of the first tick (in the slot of
+    // its smallest body).
+    let mut slots: Vec<Option<Entity>> = Vec::with_capacity(n);
+    let mut graph = None;
+    if config.groups {
+        if start_tick != 0 {
+            return Err(format!(
+                "a warp run with contact groups cannot start at tick {start_tick}: its groups \
+                 would have to come from the checkpoint (not supported yet)"
+            ));
+        }
+        let candidates = contact_candidates(&rules, start);
+        let islands = initial_islands(&rules, start, &candidates);
+        let bodies: Vec<Vec<BodyId>> = islands.iter().map(|i| i.bodies.clone()).collect();
+        graph = Some(
+            GroupGraph::with_groups(config.backend, n, start_tick, &bodies)
+                .map_err(|e| e.to_string())?,
+        );
+        slots.resize_with(n, || None);
+        for isl in islands {
+            let states = isl.bodies.iter().map(|&b| start[b as usize]).collect();
+            let id = isl.bodies[0] as usize;
+            slots[id] = Some(Entity::group(isl, states, start_tick));
+        }
+    } else {
+        slots.extend((0..n).map(|i| Some(Entity::starting_at(i as BodyId, start[i], start_tick))));
+    }
+    let mut owner: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    for e in slots.iter().flatten() {
+        for &b in e.bodies() {
+            owner[b as usize] = AtomicU32::new(e.bodies()[0]);
+        }
+    }
+    let live: Vec<usize> = (0..n).filter(|&i| slots[i].is_some()).collect();
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
@@ -445,11 +692,15 @@ pub fn run_warp_from_with(
             gvt: &gvt,
             end: end_tick,
         },
-        entities: (0..n)
-            .map(|i| Mutex::new(Entity::starting_at(i as BodyId, start[i], start_tick)))
-            .collect(),
+        scheduled: slots.iter().map(|e| AtomicBool::new(e.is_some())).collect(),
+        entities: slots.into_iter().map(Mutex::new).collect(),
+        owner,
         mailboxes: (0..n).map(|_| SegQueue::new()).collect(),
-        scheduled: (0..n).map(|_| AtomicBool::new(true)).collect(),
+        endings: SegQueue::new(),
+        next_change: AtomicU64::new(u64::MAX),
+        changes: Mutex::new(Changes::default()),
+        graph,
+        retired: Mutex::new(EntityStats::default()),
         injector: Injector::new(),
         stealers: workers.iter().map(Worker::stealer).collect(),
         parked: Mutex::new(Vec::new()),
@@ -461,12 +712,13 @@ pub fn run_warp_from_with(
         unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
         profile: control.profile.then(|| Profiler::new(n, threads)),
     };
-    for i in 0..n {
+    for i in live {
         shared.injector.push(i as BodyId);
     }
     let buckets = tvht_buckets(n, rules.largest_side, window);
     let prune_per_tick = buckets.div_ceil(window as usize).max(1);
     let mut pruned_to: Tick = start_tick;
+    let mut pruned_graph: Tick = start_tick;
     let mut out_error = None;
     let mut time_limited = false;
     std::thread::scope(|s| {
@@ -513,6 +765,15 @@ pub fn run_warp_from_with(
                 tvht.prune_step(g - 1, (ticks * prune_per_tick).min(buckets));
                 pruned_to = g - 1;
             }
+            // The island graph's records behind the GVT, after changes (one section a body).
+            if let Some(graph) = &shared.graph {
+                if g >= pruned_graph + frame_ticks
+                    && std::mem::take(&mut lock(&shared.changes).unpruned)
+                {
+                    graph.prune(g - 1);
+                    pruned_graph = g;
+                }
+            }
             std::thread::sleep(Duration::from_micros(200));
         }
         for h in handles {
@@ -537,17 +798,15 @@ pub fn run_warp_from_with(
     {
         return Err(e);
     }
-    let mut sum = EntityStats::default();
+    let mut sum = *lock(&shared.retired);
+    let mut sleeping_groups = 0;
     for e in &shared.entities {
-        let s = e.lock().unwrap_or_else(|p| p.into_inner()).stats;
-        sum.events += s.events;
-        sum.antievents += s.antievents;
-        sum.rollbacks += s.rollbacks;
-        sum.rolled_back_ticks += s.rolled_back_ticks;
-        sum.tvht_writes += s.tvht_writes;
-        sum.turns += s.turns;
-        sum.lead_sum += s.lead_sum;
+        if let Some(e) = lock(e).as_ref() {
+            sum.add(&e.stats);
+            sleeping_groups += u64::from(e.asleep());
+        }
     }
+    let changes = lock(&shared.changes);
     let sync = crate::sync::stats().since(&before);
     let parallelism = match shared.profile {
         Some(p) => Some(p.analyse()?),
@@ -579,6 +838,12 @@ pub fn run_warp_from_with(
         stm_aborts,
         parallelism,
         time_limited,
+        groups: config.groups,
+        group_changes: changes.made,
+        fusions: changes.fusions,
+        fissions: changes.fissions,
+        sleeping_groups,
+        asleep_ticks: sum.asleep_ticks,
     })
 }
 

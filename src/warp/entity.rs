@@ -1,19 +1,25 @@
-//! # An entity: one body on its own clock (step, resolve, rollback)
+//! # An entity: a body, or a contact group, on its own clock (step, resolve, rollback)
 //!
-//! Seed 000 (Koenig, Karamouzas and Guy), Section 5, Figure 5 and Algorithms 2-7. An entity
-//! holds its state queue — the pre-event states `s_base ..= s_lvt`, each already written into
-//! the TVHT under a fresh tag — the contacts it knows at those ticks, and the set of its
-//! messages still waiting for an ack (`Pending`). One call of [`Entity::run`] is one turn of the
-//! state machine, run by a worker of the scheduler; it never blocks:
+//! Seed 000 (Koenig, Karamouzas and Guy), Section 5, Figure 5 and Algorithms 2-7; contact groups
+//! after seed 001 (Mirtich), Section 4.4. An entity holds a fixed set of bodies — one body, or,
+//! with contact groups, the bodies of one island (a group never changes its bodies: a fusion
+//! or a fission ends it and makes new entities, [`Entity::regroup`]) — and its state queue:
+//! for every tick `s_base ..= s_lvt` the pre-event states of its bodies, each already written
+//! into the TVHT under a fresh tag, plus, for a group, the island's own state at that tick
+//! (rest and split timers, sleep, the warm-start impulses). It also holds the contacts it knows
+//! at those ticks and the set of its messages still waiting for an ack (`Pending`). One call
+//! of [`Entity::run`] is one turn of the state machine, run by a worker of the scheduler; it
+//! never blocks:
 //!
-//! * **Messages** (the `receive` of Algorithms 2-4). An *event* at `k` is valid when the
-//!   receiver's entry at `k` is still the one the contact joined (same tag); it is added to the
-//!   contacts at `k` (`Input`/`Done` of the paper are one map here: contacts at ticks `<= LVT`
-//!   have been applied, the one at `LVT` is applied by the next step) and, if `k < LVT`, the
-//!   entity **rolls back** to `k`. A stale event (its entry was deleted since) is dropped: the
-//!   receiver's delete returned that contact and an antievent for it is already on its way to
-//!   the sender. An *antievent* removes the matching instance, rolling back to its tick if that
-//!   is in the past. Events and antievents are acked after that, whether valid or stale.
+//! * **Messages** (the `receive` of Algorithms 2-4), each addressed to one of its bodies. An
+//!   *event* at `k` is valid when the receiver's entry at `k` is still the one the contact
+//!   joined (same tag); it is added to the contacts at `k` (`Input`/`Done` of the paper are one
+//!   map here: contacts at ticks `<= LVT` have been applied, the one at `LVT` is applied by the
+//!   next step) and, if `k < LVT`, the entity **rolls back** to `k`. A stale event (its entry
+//!   was deleted since) is dropped: the receiver's delete returned that contact and an
+//!   antievent for it is already on its way to the sender. An *antievent* removes the matching
+//!   instance, rolling back to its tick if that is in the past. Events and antievents are acked
+//!   after that, whether valid or stale.
 //! * **Rollback** to `r` (Algorithms 4 and 7): delete the entries after `r` from the TVHT in one
 //!   section; for each contact the delete returns that was a collision, send an antievent to
 //!   the other body; forget the contacts after `r`; take back the GVT records after `r`,
@@ -28,18 +34,30 @@
 //!   to [`BATCH`]). A body resting on another meets a contact every tick: it then computes
 //!   one tick a turn instead of 32 and its section names the buckets of one tick, not of three
 //!   slices. Only a matter of speed, like `reach`: a committed state does not depend on how
-//!   many ticks anyone computed ahead.
+//!   many ticks anyone computed ahead. A group steps by the rules of [`super::group_rules`]
+//!   (its own contacts solved together by the island solver; kicks from other groups).
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick
 //!   `<= t` is unacked. That is what makes a committed tick final: an event at `t` can only
 //!   come from an entity that has not recorded `t`, and an antievent at `t` from one that is
 //!   still waiting for its ack, so neither can reach a tick the GVT has passed.
+//! * **Ending** (contact groups only): a group whose step from `LVT` meets a change of groups
+//!   at `LVT` — a slow contact with another group (fusion) or its own bodies apart long enough
+//!   (deferred fission) — does not step: it stays at `LVT` ([`Entity::ending`]) until a message
+//!   changes its mind or the tick is committed. Group changes are made only at committed ticks,
+//!   by the engine, with [`Entity::regroup`]: the states there are final, so a change is never
+//!   rolled back (the conservative half of Mirtich's scheme; the island graph of
+//!   [`super::groups`] records each change).
 
+use super::group_rules::{
+    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs, step_island,
+};
+use super::groups::components;
 use super::message::{Instance, Msg};
 use super::rules::{Kick, Rules};
-use super::tvht::{BodyEntry, Contact, Step, Tvht};
-use super::{BodyId, GvtBuffer, Tick};
+use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry};
+use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -61,7 +79,8 @@ pub struct Env<'a> {
 pub enum Turn {
     /// It can step further at once.
     Ready,
-    /// It is at `LVT_ub` computed from this GVT: it waits for the GVT to advance.
+    /// It is at `LVT_ub` computed from this GVT (or it is a group ending at its `LVT`): it
+    /// waits for the GVT to advance.
     WaitGvt(Tick),
     /// It waits for messages only (acks, or nothing at all at the end of the run).
     WaitMessages,
@@ -78,16 +97,32 @@ pub struct EntityStats {
     pub turns: u64,
     /// Sum of `LVT - GVT` over turns (mean = sum / turns).
     pub lead_sum: u64,
+    /// Group-ticks stepped asleep (no integration).
+    pub asleep_ticks: u64,
+}
+
+impl EntityStats {
+    /// Adds `o` to these counters.
+    pub fn add(&mut self, o: &EntityStats) {
+        self.events += o.events;
+        self.antievents += o.antievents;
+        self.rollbacks += o.rollbacks;
+        self.rolled_back_ticks += o.rolled_back_ticks;
+        self.tvht_writes += o.tvht_writes;
+        self.turns += o.turns;
+        self.lead_sum += o.lead_sum;
+        self.asleep_ticks += o.asleep_ticks;
+    }
 }
 
 /// An entity's reused buffers.
 #[derive(Default)]
 struct Scratch {
-    kicks: Vec<Kick>,
-    /// The states computed by a step, as TVHT entries.
-    entries: Vec<[BodyEntry; 1]>,
-    /// The states recorded in the GVT buffer by a turn.
-    records: Vec<[(BodyId, BodyState); 1]>,
+    kicks: Vec<Vec<Kick>>,
+    /// The states computed by a step, as TVHT entries (`bodies.len()` per tick).
+    entries: Vec<BodyEntry>,
+    /// The states recorded in the GVT buffer by a turn (`bodies.len()` per tick).
+    records: Vec<(BodyId, BodyState)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,18 +131,31 @@ enum Kind {
     Antievent,
 }
 
-/// One body simulated on its own clock.
+/// A body or a contact group simulated on its own clock.
 pub struct Entity {
-    id: BodyId,
+    /// Its smallest body (the TVHT's entity id and the engine's slot).
+    id: EntityId,
+    /// Ascending; fixed for the entity's life.
+    bodies: Vec<BodyId>,
+    /// Stepped by the contact-group rules ([`super::group_rules`]) rather than the single-body
+    /// rules of [`super::rules`].
+    grouped: bool,
+    /// The tick its group was made at (no group change is decided at it).
+    birth: Tick,
+    /// Whether its entries at `base` are in the TVHT (a new group's are: its parents wrote them).
     started: bool,
-    /// Tick of `states[0]`.
+    /// Tick of the first state kept.
     base: Tick,
+    /// Per tick `base ..= lvt`, `bodies.len()` states, tags and boxes, in body order.
     states: VecDeque<BodyState>,
     tags: VecDeque<u64>,
     aabbs: VecDeque<Aabb>,
+    /// A group's island per tick `base ..= lvt`, as it stands before the rules of that tick
+    /// (empty without contact groups).
+    islands: VecDeque<Island>,
     next_tag: u64,
-    /// Collisions known at ticks `base ..= lvt`, by (tick, other body).
-    contacts: BTreeMap<(Tick, BodyId), Contact>,
+    /// Collisions known at ticks `base ..= lvt`.
+    contacts: BTreeMap<ContactKey, Contact>,
     /// Messages sent and not acked yet, ordered by tick.
     pending: BTreeSet<(Instance, Kind)>,
     /// Ticks `< recorded` are recorded in the GVT buffer.
@@ -118,6 +166,8 @@ pub struct Entity {
     reach: u64,
     /// Ticks to compute in the next step (`1 ..= BATCH`; see "Step" in the module docs).
     batch: u64,
+    /// The tick at which its last step found its group must change (see "Ending").
+    ending: Option<Tick>,
     /// Buffers reused from turn to turn (their contents do not outlive a call).
     scratch: Scratch,
     pub stats: EntityStats,
@@ -131,27 +181,71 @@ impl Entity {
 
     /// Body `id` at committed state `state` at tick `tick` (a resumed run; the GVT starts there).
     pub fn starting_at(id: BodyId, state: BodyState, tick: Tick) -> Entity {
+        Entity::make(vec![id], false, tick, vec![state], Vec::new())
+    }
+
+    /// The contact group `island` with its bodies at `states` (in its body order) at tick
+    /// `tick`, the first tick of the run (written at its first turn).
+    pub fn group(island: Island, states: Vec<BodyState>, tick: Tick) -> Entity {
+        let bodies = island.bodies.clone();
+        Entity::make(bodies, true, tick, states, vec![island])
+    }
+
+    fn make(
+        bodies: Vec<BodyId>,
+        grouped: bool,
+        tick: Tick,
+        states: Vec<BodyState>,
+        islands: Vec<Island>,
+    ) -> Entity {
+        debug_assert!(!bodies.is_empty() && bodies.is_sorted() && bodies.len() == states.len());
         Entity {
-            id,
+            id: bodies[0],
+            tags: VecDeque::from(vec![0; bodies.len()]),
+            bodies,
+            grouped,
+            birth: tick,
             started: false,
             base: tick,
-            states: VecDeque::from([state]),
-            tags: VecDeque::from([0]),
+            states: VecDeque::from(states),
             aabbs: VecDeque::new(),
+            islands: VecDeque::from(islands),
             next_tag: 0,
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
             recorded: tick,
             reach: u64::MAX,
             batch: BATCH,
+            ending: None,
             scratch: Scratch::default(),
             stats: EntityStats::default(),
         }
     }
 
+    /// Its bodies, ascending (the first is its id).
+    pub fn bodies(&self) -> &[BodyId] {
+        &self.bodies
+    }
+
+    /// Whether `body` is one of its bodies.
+    pub fn holds(&self, body: BodyId) -> bool {
+        self.bodies.binary_search(&body).is_ok()
+    }
+
+    /// Whether its group is asleep at its LVT (false without contact groups).
+    pub fn asleep(&self) -> bool {
+        self.islands.back().is_some_and(|i| i.asleep)
+    }
+
     /// The local virtual time: the tick of the latest state.
     pub fn lvt(&self) -> Tick {
-        self.base + self.states.len() as Tick - 1
+        self.base + (self.states.len() / self.bodies.len()) as Tick - 1
+    }
+
+    /// The tick at which its group must change (fusion or fission), as its last step found:
+    /// it stays there until the engine regroups it once the tick is committed.
+    pub fn ending(&self) -> Option<Tick> {
+        self.ending
     }
 
     /// How many of the events and antievents this entity sent still wait for their ack (0 at
@@ -160,28 +254,55 @@ impl Entity {
         self.pending.len()
     }
 
+    /// Index of tick `t`'s first body in the per-body queues.
     fn at(&self, t: Tick) -> usize {
-        (t - self.base) as usize
+        (t - self.base) as usize * self.bodies.len()
     }
 
-    /// One turn: read `inbox`, step, record. Messages to others go through `send`.
+    /// Position of `body` among its bodies.
+    fn index(&self, body: BodyId) -> usize {
+        self.bodies
+            .binary_search(&body)
+            .expect("a body of this entity")
+    }
+
+    /// Its bodies' TVHT entries at tick `t` (written), appended to `out`.
+    fn entries_at(&self, t: Tick, out: &mut Vec<BodyEntry>) {
+        let i = self.at(t);
+        let asleep = self.grouped && self.islands[(t - self.base) as usize].asleep;
+        out.extend(self.bodies.iter().enumerate().map(|(j, &body)| BodyEntry {
+            body,
+            aabb: self.aabbs[i + j],
+            state: self.states[i + j],
+            asleep,
+        }));
+    }
+
+    /// One turn: read `inbox` (messages with the body each is addressed to), step, record.
+    /// Messages to others go through `send`, addressed to a body.
     pub fn run(
         &mut self,
         env: &Env<'_>,
-        inbox: &mut dyn FnMut() -> Option<Msg>,
+        inbox: &mut dyn FnMut() -> Option<(BodyId, Msg)>,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<Turn, String> {
         self.stats.turns += 1;
         if !self.started {
             self.started = true;
-            let s0 = self.states[0];
-            self.aabbs.push_back(env.rules.aabb(self.id as usize, &s0));
-            self.tags[0] = self.next_tag;
-            let bodies = [BodyEntry {
-                body: self.id,
-                aabb: self.aabbs[0],
-                state: s0,
-            }];
+            let asleep = self.asleep();
+            let mut bodies = Vec::with_capacity(self.bodies.len());
+            for (j, &body) in self.bodies.iter().enumerate() {
+                let state = self.states[j];
+                let aabb = env.rules.aabb(body as usize, &state);
+                self.aabbs.push_back(aabb);
+                self.tags[j] = self.next_tag;
+                bodies.push(BodyEntry {
+                    body,
+                    aabb,
+                    state,
+                    asleep,
+                });
+            }
             let (_, found) = env
                 .tvht
                 .write_steps_tagged(
@@ -198,8 +319,13 @@ impl Entity {
             self.report(env, &found, send);
         }
         let rollbacks = self.stats.rollbacks;
-        while let Some(m) = inbox() {
-            self.handle(env, m, send)?;
+        while let Some((to, m)) = inbox() {
+            debug_assert!(
+                self.holds(to),
+                "message for body {to} at entity {}",
+                self.id
+            );
+            self.handle(env, to, m, send)?;
         }
         let gvt = env.gvt.gvt();
         let window = env.gvt.window();
@@ -209,13 +335,20 @@ impl Entity {
             self.reach.saturating_mul(2).min(window)
         };
         let ub = (gvt + self.reach).min(env.end);
+        self.ending = None;
         if self.lvt() < ub {
-            self.step(env, ub, send)?;
+            if self.grouped {
+                self.step_group(env, ub, send)?;
+            } else {
+                self.step(env, ub, send)?;
+            }
         }
         self.record(env)?;
         self.trim(gvt);
         self.stats.lead_sum += self.lvt().saturating_sub(gvt);
-        Ok(if self.lvt() < ub {
+        Ok(if self.ending.is_some() {
+            Turn::WaitGvt(gvt)
+        } else if self.lvt() < ub {
             Turn::Ready
         } else if self.lvt() < env.end {
             Turn::WaitGvt(gvt)
@@ -227,6 +360,7 @@ impl Entity {
     fn handle(
         &mut self,
         env: &Env<'_>,
+        me: BodyId,
         m: Msg,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
@@ -234,12 +368,12 @@ impl Entity {
             Msg::Event(c) => {
                 let inst = Instance::of(&c);
                 let t = inst.tick;
-                let other = inst.other(self.id);
+                let other = inst.other(me);
                 let live = t >= self.base
                     && t <= self.lvt()
-                    && self.tags[self.at(t)] == inst.tag_of(self.id);
+                    && self.tags[self.at(t) + self.index(me)] == inst.tag_of(me);
                 if live {
-                    self.contacts.insert((t, other), c);
+                    self.contacts.insert(c.key(), c);
                     if t < self.lvt() {
                         self.rollback(env, t, send)?;
                     }
@@ -251,14 +385,19 @@ impl Entity {
             }
             Msg::Antievent(inst) => {
                 let t = inst.tick;
-                let other = inst.other(self.id);
+                let other = inst.other(me);
                 self.pending.remove(&(inst, Kind::Event));
+                let key = ContactKey {
+                    tick: t,
+                    a: inst.a,
+                    b: inst.b,
+                };
                 let known = self
                     .contacts
-                    .get(&(t, other))
+                    .get(&key)
                     .is_some_and(|c| Instance::of(c) == inst);
                 if known {
-                    self.contacts.remove(&(t, other));
+                    self.contacts.remove(&key);
                     if t < self.lvt() {
                         self.rollback(env, t, send)?;
                     }
@@ -281,27 +420,23 @@ impl Entity {
     ) -> Result<(), String> {
         let lvt = self.lvt();
         debug_assert!(r < lvt && r >= self.base);
-        let entries: Vec<[BodyEntry; 1]> = (r + 1..=lvt)
-            .map(|t| {
-                [BodyEntry {
-                    body: self.id,
-                    aabb: self.aabbs[self.at(t)],
-                    state: self.states[self.at(t)],
-                }]
-            })
-            .collect();
+        let mut entries = std::mem::take(&mut self.scratch.entries);
+        entries.clear();
+        for t in r + 1..=lvt {
+            self.entries_at(t, &mut entries);
+        }
         let steps: Vec<Step<'_>> = entries
-            .iter()
+            .chunks(self.bodies.len())
             .enumerate()
             .map(|(i, b)| Step {
                 tick: r + 1 + i as Tick,
                 bodies: b,
             })
             .collect();
-        let gone = env
-            .tvht
-            .delete_steps(self.id, &steps)
-            .map_err(|e| format!("rollback of body {} to tick {r}: {e}", self.id))?;
+        let gone = env.tvht.delete_steps(self.id, &steps);
+        drop(steps);
+        self.scratch.entries = entries;
+        let gone = gone.map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
         for c in &gone {
             let inst = Instance::of(c);
             self.pending.remove(&(inst, Kind::Event));
@@ -309,35 +444,67 @@ impl Entity {
                 .rules
                 .in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
             {
-                let other = inst.other(self.id);
+                let other = self.sides(c).1.body;
                 send(other, Msg::Antievent(inst));
                 self.pending.insert((inst, Kind::Antievent));
                 self.stats.antievents += 1;
             }
         }
-        self.contacts.retain(|&(t, _), _| t <= r);
+        let after = ContactKey {
+            tick: r + 1,
+            a: 0,
+            b: 0,
+        };
+        drop(self.contacts.split_off(&after));
         if self.recorded > r + 1 {
             env.gvt
-                .unrecord_ticks(r + 1..self.recorded, &[self.id])
-                .map_err(|e| format!("rollback of body {} to tick {r}: {e}", self.id))?;
+                .unrecord_ticks(r + 1..self.recorded, &self.bodies)
+                .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
             self.recorded = r + 1;
         }
-        let keep = self.at(r) + 1;
+        let keep = self.at(r) + self.bodies.len();
         self.states.truncate(keep);
         self.tags.truncate(keep);
         self.aabbs.truncate(keep);
+        if self.grouped {
+            self.islands.truncate((r - self.base) as usize + 1);
+        }
         self.stats.rollbacks += 1;
         self.stats.rolled_back_ticks += lvt - r;
         Ok(())
     }
 
-    /// The kicks of this body at `t` (statics and known collisions) from state `s`.
+    /// The known contacts at tick `t`.
+    fn contacts_at(&self, t: Tick) -> impl Iterator<Item = &Contact> {
+        let lo = ContactKey {
+            tick: t,
+            a: 0,
+            b: 0,
+        };
+        let hi = ContactKey {
+            tick: t,
+            a: BodyId::MAX,
+            b: BodyId::MAX,
+        };
+        self.contacts.range(lo..=hi).map(|(_, c)| c)
+    }
+
+    /// A contact's two sides: this entity's entry, then the other's.
+    fn sides<'c>(&self, c: &'c Contact) -> (&'c TvhtEntry, &'c TvhtEntry) {
+        if self.holds(c.a.body) {
+            (&c.a, &c.b)
+        } else {
+            (&c.b, &c.a)
+        }
+    }
+
+    /// The kicks of this (single) body at `t` (statics and known collisions) from state `s`.
     fn kicks(&self, env: &Env<'_>, t: Tick, s: &BodyState, out: &mut Vec<Kick>) {
         out.clear();
         let me = self.id as usize;
         env.rules.static_kicks(me, s, out);
-        for (_, c) in self.contacts.range((t, 0)..=(t, BodyId::MAX)) {
-            let other = if c.a.body == self.id { &c.b } else { &c.a };
+        for c in self.contacts_at(t) {
+            let (_, other) = self.sides(c);
             if let Some(k) = env
                 .rules
                 .pair_kick(me, s, other.body as usize, &other.state)
@@ -347,7 +514,7 @@ impl Entity {
         }
     }
 
-    /// Step: compute and write up to `BATCH` ticks towards `ub`.
+    /// Step of a single body: compute and write up to `BATCH` ticks towards `ub`.
     fn step(
         &mut self,
         env: &Env<'_>,
@@ -358,17 +525,18 @@ impl Entity {
         let n = (ub - lvt).min(self.batch);
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
+        kicks.resize_with(1, Vec::new);
         let mut s = self.states[self.at(lvt)];
         let mut new = std::mem::take(&mut self.scratch.entries);
         new.clear();
         for i in 0..n {
             if i == 0 {
-                self.kicks(env, lvt, &s, &mut kicks);
+                self.kicks(env, lvt, &s, &mut kicks[0]);
             } else {
-                kicks.clear();
-                env.rules.static_kicks(me, &s, &mut kicks);
+                kicks[0].clear();
+                env.rules.static_kicks(me, &s, &mut kicks[0]);
             }
-            s = env.rules.advance(&s, &mut kicks);
+            s = env.rules.advance(&s, &mut kicks[0]);
             if !(s.position.is_finite() && s.velocity.is_finite()) {
                 return Err(format!(
                     "body {} has a non-finite state at tick {}",
@@ -376,29 +544,173 @@ impl Entity {
                     lvt + 1 + i
                 ));
             }
-            new.push([BodyEntry {
+            new.push(BodyEntry {
                 body: self.id,
                 aabb: env.rules.aabb(me, &s),
                 state: s,
-            }]);
+                asleep: false,
+            });
         }
+        self.scratch.kicks = kicks;
+        self.write(env, lvt, n, new, Vec::new(), send)
+    }
+
+    /// Step of a contact group (rules 1-5 of [`super::group_rules`]): compute up to `BATCH`
+    /// ticks towards `ub`, stopping before a tick at which the group must change, and write
+    /// them.
+    fn step_group(
+        &mut self,
+        env: &Env<'_>,
+        ub: Tick,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<(), String> {
+        let lvt = self.lvt();
+        let rules = env.rules;
+        let nb = self.bodies.len();
+        let n = (ub - lvt).min(self.batch);
+        let at = self.at(lvt);
+        let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
+        let mut isl = self.islands[(lvt - self.base) as usize].clone();
+        let mut kicks = std::mem::take(&mut self.scratch.kicks);
+        kicks.resize_with(nb, Vec::new);
+        let mut new = std::mem::take(&mut self.scratch.entries);
+        new.clear();
+        let mut islands = Vec::new();
+        for i in 0..n {
+            let t = lvt + i;
+            // Rule 1: deferred fission.
+            if self.splits(rules, t, &mut isl, &cur) {
+                if i == 0 {
+                    self.ending = Some(t);
+                }
+                break;
+            }
+            // Rules 2 and 3: fusion with, or kicks from, the other groups touching at `t` (known
+            // at `lvt` only: the write stops at the first later tick that meets a contact).
+            for k in kicks.iter_mut() {
+                k.clear();
+            }
+            if i == 0 {
+                if self.fusing(rules, t).next().is_some() {
+                    self.ending = Some(t);
+                    break;
+                }
+                for c in self.contacts_at(t) {
+                    let (mine, other) = self.sides(c);
+                    if mine.asleep && other.asleep {
+                        continue;
+                    }
+                    let (a, b) = (mine.body as usize, other.body as usize);
+                    if let Some(k) = rules.pair_kick(a, &mine.state, b, &other.state) {
+                        kicks[self.index(mine.body)].push(k);
+                    }
+                }
+            }
+            // Rules 4 and 5: wake if kicked, step, maybe fall asleep.
+            if isl.asleep && kicks.iter().any(|k| !k.is_empty()) {
+                isl.asleep = false;
+                isl.rest_ticks = 0;
+            }
+            if isl.asleep {
+                self.stats.asleep_ticks += 1;
+            }
+            step_island(rules, &mut isl, &mut cur, &mut kicks)
+                .map_err(|e| format!("at tick {}: {e}", t + 1))?;
+            for (&body, s) in self.bodies.iter().zip(&cur) {
+                new.push(BodyEntry {
+                    body,
+                    aabb: rules.aabb(body as usize, s),
+                    state: *s,
+                    asleep: isl.asleep,
+                });
+            }
+            islands.push(isl.clone());
+        }
+        self.scratch.kicks = kicks;
+        let computed = islands.len() as u64;
+        if computed == 0 {
+            self.scratch.entries = new;
+            return Ok(());
+        }
+        self.write(env, lvt, computed, new, islands, send)
+    }
+
+    /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: updates
+    /// its split timer (not at the group's birth tick, nor asleep) and says whether it splits.
+    fn splits(&self, rules: &Rules, t: Tick, isl: &mut Island, cur: &[BodyState]) -> bool {
+        if t <= self.birth || isl.asleep || self.bodies.len() < 2 {
+            return false;
+        }
+        let m = group_manifolds(rules, &self.bodies, cur, &isl.warm);
+        let apart = components(&self.bodies, &edges(&m)).len() > 1;
+        isl.apart_ticks = if apart { isl.apart_ticks + 1 } else { 0 };
+        isl.apart_ticks >= SPLIT_TICKS
+    }
+
+    /// Rule 2 at `t`: the other sides of the known contacts at `t` that fuse with this group.
+    fn fusing<'s>(&'s self, rules: &'s Rules, t: Tick) -> impl Iterator<Item = &'s TvhtEntry> {
+        self.contacts_at(t).filter_map(move |c| {
+            let (mine, other) = self.sides(c);
+            let slow = !(mine.asleep && other.asleep)
+                && fuses(
+                    rules,
+                    mine.body as usize,
+                    &mine.state,
+                    other.body as usize,
+                    &other.state,
+                );
+            slow.then_some(other)
+        })
+    }
+
+    /// Whether its group must change at its LVT (a group whose LVT is a committed tick: then
+    /// this is final), and the bodies of other groups it fuses with there.
+    pub fn change_at_lvt(&self, rules: &Rules) -> (bool, Vec<BodyId>) {
+        if !self.grouped {
+            return (false, Vec::new());
+        }
+        let t = self.lvt();
+        let at = self.at(t);
+        let cur: Vec<BodyState> = self
+            .states
+            .range(at..at + self.bodies.len())
+            .copied()
+            .collect();
+        let mut isl = self.islands[(t - self.base) as usize].clone();
+        let partners: Vec<BodyId> = self.fusing(rules, t).map(|e| e.body).collect();
+        let splits = self.splits(rules, t, &mut isl, &cur);
+        (splits || !partners.is_empty(), partners)
+    }
+
+    /// Writes the `n` ticks after `lvt` computed by a step (`new`: their entries, `islands`:
+    /// a group's islands at them), keeps those written, and reports the contacts found.
+    fn write(
+        &mut self,
+        env: &Env<'_>,
+        lvt: Tick,
+        n: u64,
+        new: Vec<BodyEntry>,
+        islands: Vec<Island>,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<(), String> {
+        let nb = self.bodies.len();
         let steps: Vec<Step<'_>> = new
-            .iter()
+            .chunks(nb)
             .enumerate()
             .map(|(i, b)| Step {
                 tick: lvt + 1 + i as Tick,
                 bodies: b,
             })
             .collect();
-        let (written, found) = env
-            .tvht
-            .write_steps_tagged(self.id, self.next_tag, &steps)
-            .map_err(|e| e.to_string())?;
-        for (i, b) in new.iter().take(written).enumerate() {
-            self.states.push_back(b[0].state);
-            self.aabbs.push_back(b[0].aabb);
-            self.tags.push_back(self.next_tag + i as u64);
+        let result = env.tvht.write_steps_tagged(self.id, self.next_tag, &steps);
+        drop(steps);
+        let (written, found) = result.map_err(|e| e.to_string())?;
+        for (i, b) in new.iter().take(written * nb).enumerate() {
+            self.states.push_back(b.state);
+            self.aabbs.push_back(b.aabb);
+            self.tags.push_back(self.next_tag + (i / nb) as u64);
         }
+        self.islands.extend(islands.into_iter().take(written));
         self.next_tag += n;
         self.stats.tvht_writes += written as u64;
         self.batch = if (written as u64) < n {
@@ -406,7 +718,6 @@ impl Entity {
         } else {
             (self.batch * 2).min(BATCH)
         };
-        self.scratch.kicks = kicks;
         self.scratch.entries = new;
         self.report(env, &found, send);
         Ok(())
@@ -422,8 +733,8 @@ impl Entity {
                 continue;
             }
             let inst = Instance::of(c);
-            let other = inst.other(self.id);
-            self.contacts.insert((inst.tick, other), *c);
+            let other = self.sides(c).1.body;
+            self.contacts.insert(c.key(), *c);
             self.pending.insert((inst, Kind::Event));
             send(other, Msg::Event(*c));
             self.stats.events += 1;
@@ -456,14 +767,23 @@ impl Entity {
             return Ok(());
         }
         let first = self.recorded;
+        let nb = self.bodies.len();
         let mut records = std::mem::take(&mut self.scratch.records);
         records.clear();
-        records.extend((first..=lim).map(|t| [(self.id, self.states[self.at(t)])]));
-        let ticks: Vec<&[(BodyId, BodyState)]> = records.iter().map(|r| &r[..]).collect();
+        for t in first..=lim {
+            let i = self.at(t);
+            records.extend(
+                self.bodies
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &b)| (b, self.states[i + j])),
+            );
+        }
+        let ticks: Vec<&[(BodyId, BodyState)]> = records.chunks(nb).collect();
         let recorded = env
             .gvt
             .record_ticks(first, &ticks)
-            .map_err(|e| format!("body {} records ticks {first}..={lim}: {e}", self.id));
+            .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
         drop(ticks);
         self.scratch.records = records;
         recorded?;
@@ -473,19 +793,171 @@ impl Entity {
 
     /// Forgets what is older than GVT - 1 (final and never read again).
     fn trim(&mut self, gvt: Tick) {
-        while self.base + 1 < gvt && self.base < self.lvt() {
-            self.states.pop_front();
-            self.tags.pop_front();
-            self.aabbs.pop_front();
-            self.base += 1;
+        let nb = self.bodies.len();
+        let lvt = self.lvt();
+        let new_base = if self.base + 1 < gvt && self.base < lvt {
+            (gvt - 1).min(lvt)
+        } else {
+            self.base
+        };
+        let drop_ticks = (new_base - self.base) as usize;
+        self.base = new_base;
+        if drop_ticks > 0 {
+            let k = drop_ticks * nb;
+            self.states.drain(..k);
+            self.tags.drain(..k);
+            self.aabbs.drain(..k);
+            if self.grouped {
+                self.islands.drain(..drop_ticks);
+            }
         }
-        let base = self.base;
-        while self
+        let keep = ContactKey {
+            tick: self.base,
+            a: 0,
+            b: 0,
+        };
+        if self
             .contacts
             .first_key_value()
-            .is_some_and(|(&(t, _), _)| t < base)
+            .is_some_and(|(k, _)| *k < keep)
         {
-            self.contacts.pop_first();
+            self.contacts = self.contacts.split_off(&keep);
         }
+    }
+
+    /// The change of groups at committed tick `t` (rules 1 and 2 of [`super::group_rules`]
+    /// over the groups ending there): `parents` are every entity whose group ends at `t` (each
+    /// at LVT `t`, with `t` recorded; a group with a slow contact at `t` with another group
+    /// comes with it). Returns the entities of the new groups, ascending by id, each starting
+    /// at `t` with its parents' states, entries and tags there, the contacts at `t` with other
+    /// groups (those with the parents' other groups included), and the acks its parents still
+    /// wait for; and the changes, as the grouped reference reports them.
+    pub fn regroup(
+        rules: &Rules,
+        parents: Vec<Entity>,
+        t: Tick,
+    ) -> Result<(Vec<Entity>, Vec<super::group_rules::Change>), String> {
+        if let Some(p) = parents.iter().find(|p| p.lvt() != t || p.recorded != t + 1) {
+            return Err(format!(
+                "entity {} cannot change groups at tick {t}: its LVT is {} and it recorded up to {}",
+                p.id,
+                p.lvt(),
+                p.recorded
+            ));
+        }
+        // Every body of the change: its entry at `t` (its parent's id, tag, box, state).
+        let mut entry: BTreeMap<BodyId, TvhtEntry> = BTreeMap::new();
+        let mut islands = Vec::with_capacity(parents.len());
+        let mut states = rules.initial.clone();
+        for p in &parents {
+            let i = p.at(t);
+            let isl = &p.islands[(t - p.base) as usize];
+            for (j, &body) in p.bodies.iter().enumerate() {
+                states[body as usize] = p.states[i + j];
+                entry.insert(
+                    body,
+                    TvhtEntry {
+                        entity: p.id,
+                        body,
+                        tick: t,
+                        aabb: p.aabbs[i + j],
+                        state: p.states[i + j],
+                        tag: p.tags[i + j],
+                        asleep: isl.asleep,
+                    },
+                );
+            }
+            islands.push(isl.clone());
+        }
+        islands.sort_by_key(|i| i.bodies[0]);
+        let union: Vec<BodyId> = entry.keys().copied().collect();
+        let boxes: Vec<Aabb> = union
+            .iter()
+            .map(|&b| rules.aabb(b as usize, &states[b as usize]))
+            .collect();
+        let candidates: Vec<(usize, usize)> = overlapping_pairs(&boxes)
+            .into_iter()
+            .map(|(i, j)| (union[i] as usize, union[j] as usize))
+            .collect();
+        let changes = super::group_rules::regroup(rules, &mut islands, &states, t, &candidates);
+        let group_of = |b: BodyId| {
+            islands
+                .iter()
+                .position(|i| i.bodies.binary_search(&b).is_ok())
+                .expect("every body of a change is in a new group")
+        };
+        let mut kids: Vec<Entity> = islands
+            .iter()
+            .map(|isl| {
+                let own: Vec<BodyState> = isl.bodies.iter().map(|&b| states[b as usize]).collect();
+                let mut e = Entity::make(isl.bodies.clone(), true, t, own, vec![isl.clone()]);
+                e.started = true;
+                e.recorded = t + 1;
+                e.tags.clear();
+                for &b in &isl.bodies {
+                    let x = &entry[&b];
+                    e.aabbs.push_back(x.aabb);
+                    e.tags.push_back(x.tag);
+                }
+                e
+            })
+            .collect();
+        // The contacts at `t` between the new groups: those the TVHT found between different
+        // parents, and those between pieces of one parent (never written against each other).
+        for &(a, b) in &candidates {
+            let (ga, gb) = (group_of(a as BodyId), group_of(b as BodyId));
+            if ga != gb && rules.in_contact(a, &states[a], b, &states[b]) {
+                let c = Contact {
+                    a: entry[&(a as BodyId)],
+                    b: entry[&(b as BodyId)],
+                };
+                kids[ga].contacts.insert(c.key(), c);
+                kids[gb].contacts.insert(c.key(), c);
+            }
+        }
+        for p in parents {
+            let holder = |b: BodyId| p.holds(b).then(|| group_of(b));
+            for c in p.contacts_at(t) {
+                let (mine, other) = if p.holds(c.a.body) {
+                    (c.a.body, c.b.body)
+                } else {
+                    (c.b.body, c.a.body)
+                };
+                if !entry.contains_key(&other) {
+                    kids[group_of(mine)].contacts.insert(c.key(), *c);
+                }
+            }
+            for &(inst, kind) in &p.pending {
+                let g = holder(inst.a)
+                    .or_else(|| holder(inst.b))
+                    .expect("a message about a contact of this entity");
+                kids[g].pending.insert((inst, kind));
+            }
+            for &b in &p.bodies {
+                let k = &mut kids[group_of(b)];
+                k.next_tag = k.next_tag.max(p.next_tag);
+            }
+        }
+        Ok((kids, changes))
+    }
+
+    /// Its group's id in the island graph: (birth tick, smallest body).
+    pub fn group_id(&self) -> super::GroupId {
+        super::GroupId {
+            birth: self.birth,
+            rep: self.id,
+        }
+    }
+
+    /// The pairs of its contacts at its LVT between two of its bodies (the island graph's
+    /// edges of a new group).
+    pub fn edges(&self) -> Vec<(BodyId, BodyId)> {
+        self.islands.back().map_or_else(Vec::new, |i| {
+            i.warm
+                .iter()
+                .map(|(k, _): &(PairKey, _)| *k)
+                .filter(|&(a, o)| self.holds(o) && a != o)
+                .collect()
+        })
     }
 }

@@ -22,8 +22,10 @@
 //!    by rule 2 of [`super::rules`] with an approach speed below [`FUSE_SPEED`] fuse their
 //!    groups (transitively: the groups joined by such contacts become one). Faster contacts
 //!    stay collisions between groups: kicks, events in the warp engine.
-//! 3. **Kicks** between groups at `k` from the pre-event states, as for single bodies; a
-//!    sleeping group that is kicked wakes.
+//! 3. **Kicks** between groups at `k` from the pre-event states, as for single bodies, except
+//!    between two bodies that were both asleep at `k` (before rules 1 and 2: the flag is
+//!    written with the state, as the TVHT entries of the warp engine carry it); a sleeping
+//!    group that is kicked wakes.
 //! 4. **Step**: a group adds its kicks to its bodies' velocities (canonical order), then solves
 //!    its own contacts and its static contacts for one tick with the island solver (one substep
 //!    of one tick, with rolling and spinning resistance [`ROLLING_RESISTANCE`]), warm-started
@@ -127,7 +129,8 @@ pub fn ticks_to_sleep(rules: &Rules) -> u64 {
     (TIME_TO_SLEEP / rules.dt).ceil() as u64
 }
 
-/// The contacts of the group `bodies` (ascending) at `states` (all bodies, by id): each pair
+/// The contacts of the group `bodies` (ascending) at `states` (its bodies' states, in the
+/// order of `bodies`): each pair
 /// of its bodies and each body with each static body whose manifold has a point within
 /// [`GROUP_MARGIN`] plus how far the two can close in one tick (the speculative reach that
 /// keeps a fast body from stepping through a thin one, as rule 2 of [`super::rules`]),
@@ -139,24 +142,25 @@ pub fn group_manifolds(
     warm: &[(PairKey, Manifold)],
 ) -> Vec<(PairKey, Manifold)> {
     // How far each body's surface can move in one tick.
+    debug_assert_eq!(bodies.len(), states.len());
     let reach: Vec<f32> = bodies
         .iter()
-        .map(|&b| {
-            let s = &states[b as usize];
+        .zip(states)
+        .map(|(&b, s)| {
             let spin = shape_extent(&rules.shapes[b as usize]) * s.angular_velocity.length();
             (s.velocity.length() + spin) * rules.dt
         })
         .collect();
     let boxes: Vec<_> = bodies
         .iter()
+        .zip(states)
         .zip(&reach)
-        .map(|(&b, r)| {
-            let s = &states[b as usize];
+        .map(|((&b, s), r)| {
             shape_aabb(&rules.shapes[b as usize], s.position, s.rotation).expanded(GROUP_MARGIN + r)
         })
         .collect();
-    let pose = |b: BodyId| {
-        let s = &states[b as usize];
+    let pose = |i: usize| {
+        let s = &states[i];
         Pose::new(s.position, s.rotation)
     };
     let mut out = Vec::new();
@@ -172,9 +176,9 @@ pub fn group_manifolds(
         let (a, b) = (bodies[i], bodies[j]);
         let m = collide(
             &rules.shapes[a as usize],
-            &pose(a),
+            &pose(i),
             &rules.shapes[b as usize],
-            &pose(b),
+            &pose(j),
             GROUP_MARGIN + reach[i] + reach[j],
         );
         keep((a, b), m);
@@ -184,7 +188,7 @@ pub fn group_manifolds(
             if boxes[i].overlaps(&st.aabb) {
                 let m = collide(
                     &rules.shapes[a as usize],
-                    &pose(a),
+                    &pose(i),
                     &st.shape,
                     &Pose::new(st.state.position, st.state.rotation),
                     GROUP_MARGIN + reach[i],
@@ -254,7 +258,8 @@ pub fn regroup(
             pieces.push((i, isl));
             continue;
         }
-        let m = group_manifolds(rules, &isl.bodies, states, &isl.warm);
+        let own: Vec<BodyState> = isl.bodies.iter().map(|&b| states[b as usize]).collect();
+        let m = group_manifolds(rules, &isl.bodies, &own, &isl.warm);
         let parts = components(&isl.bodies, &edges(&m));
         isl.apart_ticks = if parts.len() == 1 {
             0
@@ -387,9 +392,9 @@ pub fn initial_islands(
     islands
 }
 
-/// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds every body's state by id
-/// (only the island's are read and written); `kicks[i]` are the kicks from other groups on its
-/// `i`-th body. Returns whether it fell asleep at this step.
+/// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds its bodies' states, in
+/// the order of `island.bodies`; `kicks[i]` are the kicks from other groups on its `i`-th body.
+/// Returns whether it fell asleep at this step.
 pub fn step_island(
     rules: &Rules,
     island: &mut Island,
@@ -402,8 +407,7 @@ pub fn step_island(
     let mut manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
     if manifolds.is_empty() {
         // Nothing touches: kicks, then free flight (rules 3 and 4), body by body.
-        for (&b, k) in island.bodies.iter().zip(kicks.iter_mut()) {
-            let s = &mut states[b as usize];
+        for (s, k) in states.iter_mut().zip(kicks.iter_mut()) {
             *s = rules.advance(s, k);
         }
         island.warm.clear();
@@ -414,7 +418,7 @@ pub fn step_island(
         };
         let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
         for (i, &b) in island.bodies.iter().enumerate() {
-            let s = &mut states[b as usize];
+            let s = &mut states[i];
             kicks[i].sort_unstable_by_key(|k| k.other);
             for k in &kicks[i] {
                 s.velocity += k.dv;
@@ -438,7 +442,7 @@ pub fn step_island(
         for (ci, ((a, o), m)) in manifolds.iter().enumerate() {
             let side = |b: BodyId| ConstraintBody {
                 index: local(b),
-                position: states[b as usize].position,
+                position: states[local(b) as usize].position,
                 is_static: false,
                 is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
                 inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
@@ -487,19 +491,17 @@ pub fn step_island(
         for c in &constraints {
             c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
         }
-        for (i, &b) in island.bodies.iter().enumerate() {
-            bodies[i].apply_to(&mut states[b as usize]);
+        for (i, s) in states.iter_mut().enumerate() {
+            bodies[i].apply_to(s);
         }
         island.warm = manifolds;
     }
-    for &b in &island.bodies {
-        let s = &states[b as usize];
+    for (&b, s) in island.bodies.iter().zip(states.iter()) {
         if !(s.position.is_finite() && s.velocity.is_finite() && s.angular_velocity.is_finite()) {
             return Err(format!("body {b} has a non-finite state"));
         }
     }
-    let resting = island.bodies.iter().all(|&b| {
-        let s = &states[b as usize];
+    let resting = island.bodies.iter().zip(states.iter()).all(|(&b, s)| {
         let extent = shape_extent(&rules.shapes[b as usize]);
         s.velocity.length() + extent * s.angular_velocity.length() <= SLEEP_SPEED
     });

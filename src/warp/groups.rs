@@ -306,6 +306,56 @@ impl GroupGraph {
         GroupGraph { table, start }
     }
 
+    /// `groups` (each a group's bodies; together every body from 0 to `bodies - 1` once) from
+    /// tick `start`: the groups of a run's first tick.
+    pub fn with_groups(
+        backend: Backend,
+        bodies: usize,
+        start: Tick,
+        groups: &[Vec<BodyId>],
+    ) -> Result<GroupGraph, GroupError> {
+        let mut of = vec![None; bodies];
+        for g in groups {
+            let rep = *g.iter().min().ok_or(GroupError::NotAPartition(start))?;
+            for &b in g {
+                let slot = of.get_mut(b as usize).ok_or(GroupError::UnknownBody(b))?;
+                if slot.replace(rep).is_some() {
+                    return Err(GroupError::NotAPartition(start));
+                }
+            }
+        }
+        if of.iter().any(Option::is_none) {
+            return Err(GroupError::NotAPartition(start));
+        }
+        let table = Table::new(backend, bodies, |b| {
+            let rep = of[b].expect("checked above");
+            let id = GroupId { birth: start, rep };
+            let groups = groups
+                .iter()
+                .filter(|g| rep == b as BodyId && g.contains(&rep))
+                .map(|g| {
+                    let mut bodies = g.clone();
+                    bodies.sort_unstable();
+                    Group {
+                        id,
+                        bodies,
+                        contacts: Vec::new(),
+                        parents: Vec::new(),
+                        end: None,
+                        children: Vec::new(),
+                        may_split: false,
+                    }
+                })
+                .collect();
+            Slot {
+                history: vec![(start, id)],
+                groups,
+                pruned: start,
+            }
+        });
+        Ok(GroupGraph { table, start })
+    }
+
     /// The number of bodies.
     pub fn bodies(&self) -> usize {
         self.table.len()

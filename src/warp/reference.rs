@@ -86,7 +86,15 @@ pub fn grouped_reference(
     };
     let mut kicks: Vec<Vec<Kick>> = vec![Vec::new(); n];
     let mut island_of = vec![0usize; n];
+    let mut slept = vec![false; n];
     for tick in 0..end_tick {
+        // Whether each body was asleep at this tick before regrouping: the flag written with
+        // its state (what the warp engine's TVHT entries carry).
+        for isl in &run.islands {
+            for &b in &isl.bodies {
+                slept[b as usize] = isl.asleep;
+            }
+        }
         if tick > 0 {
             pairs = contact_candidates(rules, &states);
             let changes = regroup(rules, &mut run.islands, &states, tick, &pairs);
@@ -101,8 +109,7 @@ pub fn grouped_reference(
             k.clear();
         }
         for &(a, b) in &pairs {
-            let (ia, ib) = (island_of[a], island_of[b]);
-            if ia == ib || (run.islands[ia].asleep && run.islands[ib].asleep) {
+            if island_of[a] == island_of[b] || (slept[a] && slept[b]) {
                 continue;
             }
             if let Some(k) = rules.pair_kick(a, &states[a], b, &states[b]) {
@@ -123,7 +130,13 @@ pub fn grouped_reference(
                 isl.rest_ticks = 0;
                 run.wakes.push((tick, isl.bodies.clone()));
             }
-            if step_island(rules, isl, &mut states, &mut own)? {
+            let mut own_states: Vec<BodyState> =
+                isl.bodies.iter().map(|&b| states[b as usize]).collect();
+            let fell_asleep = step_island(rules, isl, &mut own_states, &mut own)?;
+            for (&b, s) in isl.bodies.iter().zip(own_states) {
+                states[b as usize] = s;
+            }
+            if fell_asleep {
                 run.sleeps.push((tick + 1, isl.bodies.clone()));
             }
         }

@@ -134,6 +134,9 @@ pub struct BodyEntry {
     pub aabb: Aabb,
     /// The pre-event state at the tick.
     pub state: BodyState,
+    /// Whether the body's contact group was asleep at the tick (with contact groups: two
+    /// sleeping bodies neither fuse nor kick each other; always false without them).
+    pub asleep: bool,
 }
 
 /// The bodies of one entity at one tick.
@@ -156,6 +159,8 @@ pub struct TvhtEntry {
     /// contact names exactly which incarnation of each entry it joined: an entry deleted by a
     /// rollback and written again at the same tick, even with the same state, is a new one.
     pub tag: u64,
+    /// As [`BodyEntry::asleep`].
+    pub asleep: bool,
 }
 
 /// A candidate contact: two bodies of different entities whose boxes overlap at one tick.
@@ -699,6 +704,7 @@ impl Tvht {
                 aabb: b.aabb,
                 state: b.state,
                 tag,
+                asleep: b.asleep,
             };
             for &k in planned.buckets(p) {
                 let first = contacts.len();
@@ -999,6 +1005,7 @@ mod tests {
             body,
             aabb: Aabb::new(c - Vec3::splat(h), c + Vec3::splat(h)),
             state: state(c.x),
+            asleep: false,
         }
     }
 

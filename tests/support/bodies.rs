@@ -1,5 +1,6 @@
-//! Small scenes built by hand, shared by `tests/physics.rs` and `tests/groups.rs`: a world at
-//! 960 ticks per second, bodies at rest, the ground plane, unit boxes, and Box2D's pyramid.
+//! Small scenes built by hand, shared by `tests/physics.rs`, `tests/groups.rs` and
+//! `tests/warp_groups.rs`: a world at 960 ticks per second, bodies at rest, the ground plane,
+//! unit boxes, Box2D's pyramid, and the contact-group scenes.
 #![allow(dead_code)]
 
 use glam::{Quat, Vec3};
@@ -69,4 +70,50 @@ pub fn pyramid(base: usize, offset: Vec3) -> Vec<BodyDesc> {
         }
     }
     v
+}
+
+/// Box 0 rests on the ground; box 1 lands on it from 5 mm (0.31 m/s); far away, sphere 2 flies
+/// at 6 m/s into box 3, which rests on the ground.
+pub fn landing_and_hit() -> Vec<BodyDesc> {
+    let far = Vec3::new(20.0, 0.0, 0.0);
+    let mut ball = body(
+        Shape::Sphere { radius: 0.25 },
+        far + Vec3::new(-2.0, 0.5, 0.0),
+        1.0,
+    );
+    ball.velocity = Vec3::new(6.0, 0.0, 0.0);
+    vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(unit_box(), Vec3::new(0.0, 1.505, 0.0), 1.0),
+        ball,
+        body(unit_box(), far + Vec3::new(0.0, 0.5, 0.0), 1.0),
+    ]
+}
+
+/// Boxes 0 and 1 stacked on the ground (they fuse as they settle); sphere 2 hits box 1 at
+/// 8 m/s.
+pub fn knocked_stack() -> Vec<BodyDesc> {
+    let mut ball = body(
+        Shape::Sphere { radius: 0.25 },
+        Vec3::new(-2.5, 1.5, 0.0),
+        1.0,
+    );
+    ball.velocity = Vec3::new(8.0, 0.0, 0.0);
+    vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(unit_box(), Vec3::new(0.0, 1.5, 0.0), 1.0),
+        ball,
+    ]
+}
+
+/// Box 0 rests on the ground and sleeps after 0.5 s; sphere 1 falls on it from 6 m and hits
+/// it at about 9.5 m/s (a kick, not a fusion), waking it.
+pub fn falling_ball_on_box() -> Vec<BodyDesc> {
+    vec![
+        ground(),
+        body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
+        body(Shape::Sphere { radius: 0.3 }, Vec3::new(0.1, 6.0, 0.0), 0.5),
+    ]
 }
