@@ -8,11 +8,12 @@
 //! Run with `cargo test --release --all-features --test warp_groups`.
 
 use glam::Vec3;
+use timewarp::dynamics::BodyState;
 use timewarp::scene::{BodyDesc, Scene};
 use timewarp::sync::Backend;
 use timewarp::warp::reference::{GroupedRun, grouped_reference};
 use timewarp::warp::rules::Rules;
-use timewarp::warp::{Tick, WarpConfig};
+use timewarp::warp::{Tick, WarpConfig, run_warp};
 
 #[path = "support/bodies.rs"]
 mod bodies;
@@ -20,8 +21,6 @@ mod bodies;
 mod frames;
 use bodies::*;
 use frames::{bits, warp_frames};
-
-const TPS: u64 = 960;
 
 /// Runs `bodies` for `seconds` in the grouped reference and in the warp engine with groups in
 /// each of `configs` (threads, window), under every compiled backend; every committed frame
@@ -31,9 +30,16 @@ fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies,
     };
-    let rules = Rules::new(&scene).unwrap();
-    let end = (seconds * TPS as f64) as Tick;
-    let run = grouped_reference(&rules, 16, end).unwrap();
+    check_scene(name, &scene, seconds, configs)
+}
+
+/// [`check`] on a whole scene.
+fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]) -> GroupedRun {
+    let rules = Rules::new(scene).unwrap();
+    let tps = u64::from(scene.world.ticks_per_second);
+    let ft = u64::from(scene.world.frame_ticks);
+    let end = (seconds * tps as f64) as Tick / ft * ft;
+    let run = grouped_reference(&rules, ft, end).unwrap();
     let want = bits(&run.frames);
     let fusions = run.changes.iter().filter(|c| c.is_fusion()).count() as u64;
     let fissions = run.changes.iter().filter(|c| c.is_fission()).count() as u64;
@@ -47,7 +53,7 @@ fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64
                 chaos: None,
                 groups: true,
             };
-            let (got, stats) = warp_frames(&scene, config, end);
+            let (got, stats) = warp_frames(scene, config, end);
             let got = bits(&got);
             assert_eq!(got.len(), want.len(), "{name} {config:?}");
             for (f, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -55,7 +61,7 @@ fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64
                     panic!(
                         "{name} {config:?}: frame {f} (tick {}) body {b} differs from the grouped \
                          reference: {:?} vs {:?} ({stats:?}; reference changes {:?})",
-                        f * 16,
+                        f as u64 * ft,
                         g[b],
                         w[b],
                         run.changes
@@ -102,4 +108,211 @@ fn a_box_knocked_off_a_stack_splits_off_as_in_the_reference() {
 fn a_kick_wakes_a_sleeping_box_as_in_the_reference() {
     let run = check("kick wakes", falling_ball_on_box(), 1.5, CONFIGS);
     assert!(!run.wakes.is_empty() && !run.sleeps.is_empty());
+}
+
+/// The built-in scenes of the issue, small: two pyramids (110 boxes) that fuse and fall
+/// asleep, and `avalanche` with 40 bodies tumbling down the ramp (fusions, fissions, kicks).
+#[test]
+fn builtin_pyramids_and_avalanche_equal_the_grouped_reference() {
+    use timewarp::scene::builtin;
+    let pyramids = builtin("pyramids", Some(110)).unwrap();
+    let run = check_scene("pyramids 110", &pyramids, 1.0, &[(2, 256), (8, 1)]);
+    assert!(run.islands.len() == 2 && run.islands.iter().all(|i| i.asleep));
+    let avalanche = builtin("avalanche", Some(40)).unwrap();
+    let run = check_scene("avalanche 40", &avalanche, 3.0, &[(2, 256), (8, 1)]);
+    assert!(run.changes.iter().any(|c| c.is_fusion()));
+    assert!(run.changes.iter().any(|c| c.is_fission()));
+}
+
+/// Chaotic schedules (random yields, sleeps, deferred tasks: `WarpConfig::chaos`) change the
+/// speculation, never the committed frames: `avalanche` 40 with 16 workers, five seeds.
+#[test]
+fn chaotic_schedules_commit_the_grouped_reference() {
+    use timewarp::scene::builtin;
+    let scene = builtin("avalanche", Some(40)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let end = 96 * 16;
+    let want = bits(&grouped_reference(&rules, 16, end).unwrap().frames);
+    for seed in 0..5 {
+        let config = WarpConfig {
+            threads: 16,
+            backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
+            window: Some(64),
+            chaos: Some(seed),
+            groups: true,
+        };
+        let (got, stats) = warp_frames(&scene, config, end);
+        assert!(
+            bits(&got) == want,
+            "chaos seed {seed}: frames differ ({stats:?})"
+        );
+        assert!(stats.fusions > 0);
+    }
+}
+
+/// A hash (FNV-1a over every state's bits, frame by frame) of a run's committed frames, and
+/// its group changes.
+fn checksum(scene: &Scene, config: WarpConfig, end: Tick) -> (u64, u64) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let stats = run_warp(scene, config, end, &mut |t, states| {
+        for w in std::iter::once(t as u32)
+            .chain(states.iter().flat_map(|s| s.to_array().map(f32::to_bits)))
+        {
+            h = (h ^ u64::from(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("{config:?}: {e}"));
+    (h, stats.group_changes)
+}
+
+/// The issue's determinism check, full size: the checksum of `pyramids` 1100 (1 s) and of
+/// `avalanche` 300 (2 s) is the same for 1, 2, 8 and 32 workers under both backends, and for
+/// windows 1 and 256 on `avalanche`. About 4 minutes in release on 2 cores:
+/// `cargo test --release --all-features --test warp_groups -- --ignored --nocapture determinism`.
+#[test]
+#[ignore]
+fn determinism_pyramids_1100_and_avalanche_300() {
+    use timewarp::scene::builtin;
+    for (name, n, seconds, windows) in [
+        ("pyramids", 1100, 1.0, &[256][..]),
+        ("avalanche", 300, 2.0, &[256, 1][..]),
+    ] {
+        let scene = builtin(name, Some(n)).unwrap();
+        let end = (seconds * f64::from(scene.world.ticks_per_second)) as Tick;
+        let mut seen = None;
+        for &backend in Backend::COMPILED {
+            for &window in windows {
+                for threads in [1, 2, 8, 32] {
+                    let config = WarpConfig {
+                        threads,
+                        backend,
+                        window: Some(window),
+                        chaos: None,
+                        groups: true,
+                    };
+                    let t = std::time::Instant::now();
+                    let got = checksum(&scene, config, end);
+                    println!(
+                        "{name} {n} {backend:?} window {window} threads {threads}: checksum {:016x}, {} group changes, {:.1} s",
+                        got.0,
+                        got.1,
+                        t.elapsed().as_secs_f64()
+                    );
+                    assert_eq!(*seen.get_or_insert(got), got, "{name} {config:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Every pyramid of `n` boxes stands 10 s (mean height within 1% of the start, no box moved
+/// more than 5 cm) and every group is asleep by 3 s: from there on every frame is the same.
+fn pyramids_stand_and_sleep(n: usize) {
+    use timewarp::scene::builtin;
+    let scene = builtin("pyramids", Some(n)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let tps = u64::from(scene.world.ticks_per_second);
+    let config = WarpConfig {
+        threads: 2,
+        groups: true,
+        ..WarpConfig::default()
+    };
+    let t = std::time::Instant::now();
+    let (frames, stats) = warp_frames(&scene, config, 10 * tps);
+    println!(
+        "pyramids {n}, 10 s, 2 threads: {:.1} s wall; {stats:?}",
+        t.elapsed().as_secs_f64()
+    );
+    let pyramids = n / 55;
+    assert_eq!(stats.sleeping_groups, pyramids as u64);
+    assert_eq!(stats.fusions, stats.group_changes);
+    for p in 0..pyramids {
+        let mean = |s: &[BodyState]| {
+            s[p * 55..(p + 1) * 55]
+                .iter()
+                .map(|b| b.position.y)
+                .sum::<f32>()
+                / 55.0
+        };
+        let (h0, h) = (mean(&rules.initial), mean(frames.last().unwrap()));
+        assert!(
+            (h - h0).abs() <= 0.01 * h0,
+            "pyramid {p}: mean height {h} m, was {h0} m"
+        );
+    }
+    let worst = frames
+        .last()
+        .unwrap()
+        .iter()
+        .zip(&rules.initial)
+        .map(|(s, s0)| (s.position - s0.position).length())
+        .fold(0.0f32, f32::max);
+    assert!(worst < 0.05, "a box moved {worst} m");
+    let at_3s = (3 * tps / u64::from(scene.world.frame_ticks)) as usize;
+    assert!(
+        frames[at_3s..]
+            .windows(2)
+            .all(|w| bits(&w[..1]) == bits(&w[1..])),
+        "something moved after 3 s"
+    );
+}
+
+/// `pyramids` 1100 in the warp engine with contact groups. About 30 s in release on 2 cores:
+/// `cargo test --release --all-features --test warp_groups -- --ignored --nocapture pyramids_1100`.
+#[test]
+#[ignore]
+fn pyramids_1100_stand_and_sleep() {
+    pyramids_stand_and_sleep(1100);
+}
+
+/// `pyramids` 10010, as above. About 5 minutes in release on 2 cores:
+/// `cargo test --release --all-features --test warp_groups -- --ignored --nocapture pyramids_10010`.
+#[test]
+#[ignore]
+fn pyramids_10010_stand_and_sleep() {
+    pyramids_stand_and_sleep(10010);
+}
+
+/// `avalanche` 300 for 20 s in the warp engine with contact groups: the committed frames are
+/// the grouped reference's (so they inherit its physics: no NaN, nothing through the ramp or
+/// the ground, checked in `tests/groups.rs`), here checked again directly. Whether all bodies
+/// end asleep is the reference's open question (`grouped_reference_avalanche_300`: spheres still
+/// roll on the flat ground at 20 s); this prints how many groups are awake. Several minutes in
+/// release: `cargo test --release --all-features --test warp_groups -- --ignored --nocapture avalanche_300`.
+#[test]
+#[ignore]
+fn avalanche_300_equals_the_grouped_reference_for_20_s() {
+    use timewarp::scene::builtin;
+    let scene = builtin("avalanche", Some(300)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let end = 20 * u64::from(scene.world.ticks_per_second);
+    let run = grouped_reference(&rules, 16, end).unwrap();
+    let config = WarpConfig {
+        threads: 2,
+        groups: true,
+        ..WarpConfig::default()
+    };
+    let t = std::time::Instant::now();
+    let (frames, stats) = warp_frames(&scene, config, end);
+    println!(
+        "avalanche 300, 20 s, 2 threads: {:.1} s wall; {stats:?}",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(
+        bits(&frames) == bits(&run.frames),
+        "frames differ from the grouped reference"
+    );
+    for (f, frame) in frames.iter().enumerate() {
+        for (b, s) in frame.iter().enumerate() {
+            assert!(
+                s.position.is_finite() && s.position.y > 0.25,
+                "frame {f}: body {b} at {}",
+                s.position
+            );
+        }
+    }
+    let asleep = run.islands.iter().filter(|i| i.asleep).count() as u64;
+    assert_eq!(stats.sleeping_groups, asleep);
+    println!("{} of {} groups asleep at 20 s", asleep, run.islands.len());
 }

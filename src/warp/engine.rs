@@ -358,6 +358,9 @@ impl Shared<'_> {
                 while let Some((from, to, m)) = mailbox.pop() {
                     self.post(from, to, m, local, chaos);
                 }
+                if !mailbox.is_empty() {
+                    self.schedule(id, local);
+                }
                 return None;
             };
             // Mail for a body this entity no longer holds (sent before its group changed)
@@ -548,8 +551,12 @@ impl Shared<'_> {
         for (from, to, m) in mail {
             self.post(from, to, m, local, &none);
         }
+        // Scheduled whatever their flag says: a turn of the slot's old entity may still be
+        // finishing, and it would clear the flag after this push (an extra turn is harmless).
         for id in placed {
-            self.schedule(id, local);
+            self.scheduled[id as usize].store(true, Ordering::SeqCst);
+            local.push(id);
+            self.notify();
         }
         Ok(())
     }
