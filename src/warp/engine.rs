@@ -170,6 +170,9 @@ pub struct WarpStats {
     pub fissions: u64,
     pub sleeping_groups: u64,
     pub asleep_ticks: u64,
+    /// Seconds spent on island management: making the group changes (closure, new entities,
+    /// the island graph, mail) and pruning the island graph.
+    pub island_seconds: f64,
 }
 
 /// Optional controls of a warp run (the default: none).
@@ -193,6 +196,8 @@ struct Changes {
     fissions: u64,
     /// Whether the island graph changed since it was last pruned.
     unpruned: bool,
+    /// Time spent making changes and pruning the island graph.
+    spent: Duration,
 }
 
 /// Shared by the workers.
@@ -444,7 +449,10 @@ impl Shared<'_> {
                 .is_some_and(|(&t, _)| t < gvt)
             {
                 let (t, ids) = changes.waiting.pop_first().expect("not empty");
-                if let Err(e) = self.regroup_at(t, ids, &mut changes, local) {
+                let started = Instant::now();
+                let made = self.regroup_at(t, ids, &mut changes, local);
+                changes.spent += started.elapsed();
+                if let Err(e) = made {
                     self.fail(e);
                     return;
                 }
@@ -777,8 +785,10 @@ pub fn run_warp_from_with(
                 if g >= pruned_graph + frame_ticks
                     && std::mem::take(&mut lock(&shared.changes).unpruned)
                 {
+                    let started = Instant::now();
                     graph.prune(g - 1);
                     pruned_graph = g;
+                    lock(&shared.changes).spent += started.elapsed();
                 }
             }
             std::thread::sleep(Duration::from_micros(200));
@@ -851,6 +861,7 @@ pub fn run_warp_from_with(
         fissions: changes.fissions,
         sleeping_groups,
         asleep_ticks: sum.asleep_ticks,
+        island_seconds: changes.spent.as_secs_f64(),
     })
 }
 

@@ -61,6 +61,7 @@ use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// At most this many ticks are computed and written per turn, so that messages are read often.
 pub const BATCH: u64 = 32;
@@ -151,8 +152,8 @@ pub struct Entity {
     tags: VecDeque<u64>,
     aabbs: VecDeque<Aabb>,
     /// A group's island per tick `base ..= lvt`, as it stands before the rules of that tick
-    /// (empty without contact groups).
-    islands: VecDeque<Island>,
+    /// (empty without contact groups). Shared: a sleeping island is the same from tick to tick.
+    islands: VecDeque<Arc<Island>>,
     next_tag: u64,
     /// Collisions known at ticks `base ..= lvt`.
     contacts: BTreeMap<ContactKey, Contact>,
@@ -209,7 +210,7 @@ impl Entity {
             base: tick,
             states: VecDeque::from(states),
             aabbs: VecDeque::new(),
-            islands: VecDeque::from(islands),
+            islands: islands.into_iter().map(Arc::new).collect(),
             next_tag: 0,
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
@@ -570,7 +571,8 @@ impl Entity {
         let n = (ub - lvt).min(self.batch);
         let at = self.at(lvt);
         let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
-        let mut isl = self.islands[(lvt - self.base) as usize].clone();
+        let mut isl = Arc::clone(&self.islands[(lvt - self.base) as usize]);
+        let mut boxes: Vec<Aabb> = self.aabbs.range(at..at + nb).copied().collect();
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(nb, Vec::new);
         let mut new = std::mem::take(&mut self.scratch.entries);
@@ -579,11 +581,16 @@ impl Entity {
         for i in 0..n {
             let t = lvt + i;
             // Rule 1: deferred fission.
-            if self.splits(rules, t, &mut isl, &cur) {
-                if i == 0 {
-                    self.ending = Some(t);
+            if let Some(apart) = self.split_timer(rules, t, &isl, &cur) {
+                if apart != isl.apart_ticks {
+                    Arc::make_mut(&mut isl).apart_ticks = apart;
                 }
-                break;
+                if apart >= SPLIT_TICKS {
+                    if i == 0 {
+                        self.ending = Some(t);
+                    }
+                    break;
+                }
             }
             // Rules 2 and 3: fusion with, or kicks from, the other groups touching at `t` (known
             // at `lvt` only: the write stops at the first later tick that meets a contact).
@@ -606,25 +613,32 @@ impl Entity {
                     }
                 }
             }
-            // Rules 4 and 5: wake if kicked, step, maybe fall asleep.
-            if isl.asleep && kicks.iter().any(|k| !k.is_empty()) {
-                isl.asleep = false;
-                isl.rest_ticks = 0;
-            }
-            if isl.asleep {
+            // Rules 4 and 5: wake if kicked, step, maybe fall asleep. Asleep and not kicked,
+            // nothing changes: the same states, boxes and island (no copy).
+            let kicked = kicks.iter().any(|k| !k.is_empty());
+            if isl.asleep && !kicked {
                 self.stats.asleep_ticks += 1;
+            } else {
+                let island = Arc::make_mut(&mut isl);
+                if island.asleep {
+                    island.asleep = false;
+                    island.rest_ticks = 0;
+                }
+                step_island(rules, island, &mut cur, &mut kicks)
+                    .map_err(|e| format!("at tick {}: {e}", t + 1))?;
+                for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
+                    *b = rules.aabb(body as usize, s);
+                }
             }
-            step_island(rules, &mut isl, &mut cur, &mut kicks)
-                .map_err(|e| format!("at tick {}: {e}", t + 1))?;
-            for (&body, s) in self.bodies.iter().zip(&cur) {
+            for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&boxes) {
                 new.push(BodyEntry {
                     body,
-                    aabb: rules.aabb(body as usize, s),
+                    aabb: *b,
                     state: *s,
                     asleep: isl.asleep,
                 });
             }
-            islands.push(isl.clone());
+            islands.push(Arc::clone(&isl));
         }
         self.scratch.kicks = kicks;
         let computed = islands.len() as u64;
@@ -635,16 +649,16 @@ impl Entity {
         self.write(env, lvt, computed, new, islands, send)
     }
 
-    /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: updates
-    /// its split timer (not at the group's birth tick, nor asleep) and says whether it splits.
-    fn splits(&self, rules: &Rules, t: Tick, isl: &mut Island, cur: &[BodyState]) -> bool {
+    /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: its
+    /// split timer after `t` (None where the rule does not apply: at the group's birth tick,
+    /// asleep, or a single body). It splits at `t` when that reaches [`SPLIT_TICKS`].
+    fn split_timer(&self, rules: &Rules, t: Tick, isl: &Island, cur: &[BodyState]) -> Option<u32> {
         if t <= self.birth || isl.asleep || self.bodies.len() < 2 {
-            return false;
+            return None;
         }
         let m = group_manifolds(rules, &self.bodies, cur, &isl.warm);
         let apart = components(&self.bodies, &edges(&m)).len() > 1;
-        isl.apart_ticks = if apart { isl.apart_ticks + 1 } else { 0 };
-        isl.apart_ticks >= SPLIT_TICKS
+        Some(if apart { isl.apart_ticks + 1 } else { 0 })
     }
 
     /// Rule 2 at `t`: the other sides of the known contacts at `t` that fuse with this group.
@@ -676,9 +690,11 @@ impl Entity {
             .range(at..at + self.bodies.len())
             .copied()
             .collect();
-        let mut isl = self.islands[(t - self.base) as usize].clone();
+        let isl = &self.islands[(t - self.base) as usize];
         let partners: Vec<BodyId> = self.fusing(rules, t).map(|e| e.body).collect();
-        let splits = self.splits(rules, t, &mut isl, &cur);
+        let splits = self
+            .split_timer(rules, t, isl, &cur)
+            .is_some_and(|a| a >= SPLIT_TICKS);
         (splits || !partners.is_empty(), partners)
     }
 
@@ -690,7 +706,7 @@ impl Entity {
         lvt: Tick,
         n: u64,
         new: Vec<BodyEntry>,
-        islands: Vec<Island>,
+        islands: Vec<Arc<Island>>,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
         let nb = self.bodies.len();
@@ -867,7 +883,7 @@ impl Entity {
                     },
                 );
             }
-            islands.push(isl.clone());
+            islands.push(Island::clone(isl));
         }
         islands.sort_by_key(|i| i.bodies[0]);
         let union: Vec<BodyId> = entry.keys().copied().collect();
@@ -891,6 +907,7 @@ impl Entity {
             .map(|isl| {
                 let own: Vec<BodyState> = isl.bodies.iter().map(|&b| states[b as usize]).collect();
                 let mut e = Entity::make(isl.bodies.clone(), true, t, own, vec![isl.clone()]);
+                debug_assert!(!isl.asleep, "a new group is awake");
                 e.started = true;
                 e.recorded = t + 1;
                 e.tags.clear();
