@@ -24,6 +24,18 @@
 //!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
 //!   leave the cores to the busy ones, which matters most when threads outnumber cores.
 //!
+//! **Contact groups** ([`WarpConfig::groups`], seed 001, Section 4.4). Each entity lives in the
+//! slot of its smallest body; with groups the other bodies' slots are empty. Messages are
+//! addressed to bodies and go to the mailbox of the slot that holds the body now (`owner`); a
+//! message that reaches an entity that no longer holds its body (sent just before a change) is
+//! passed on. A group whose step meets a change at its LVT `t` announces it and waits; once
+//! `t` is committed, one worker at a time (`regroup_committed`) takes the announced groups and,
+//! transitively, those they fuse with at `t`, locks their slots (only turns hold slot locks,
+//! and a turn never waits for a lock, so this cannot deadlock), replaces them by the new groups
+//! ([`Entity::regroup`]), records the change in the island graph ([`GroupGraph`]), moves the
+//! waiting mail and schedules the new groups. The GVT cannot pass `t + 1` before that, since
+//! the waiting groups have not recorded it.
+//!
 //! The run ends when the GVT passes the last tick. The calling thread drains committed frames
 //! from the GVT buffer ([`GvtBuffer::drain_committed`]) as they come, hands them to the output,
 //! and prunes the TVHT behind the GVT.

@@ -22,8 +22,11 @@
 //! - [`rules`]: the per-tick rules (contacts from pre-event states, kicks in canonical order,
 //!   free flight) that make a committed state a function of the previous one.
 //! - [`message`]: events, antievents and their acks, naming contact instances.
-//! - [`entity`]: one body on its own clock: step, resolve, rollback (Figure 5, Algorithms 2-7).
-//! - [`engine`]: entities as soft-threads on a work-stealing pool; committed frames out.
+//! - [`entity`]: one body, or one contact group, on its own clock: step, resolve, rollback
+//!   (Figure 5, Algorithms 2-7); a group's change at a committed tick.
+//! - [`engine`]: entities as soft-threads on a work-stealing pool; messages routed to the
+//!   entity holding each body; group changes made once their tick is committed; committed
+//!   frames out.
 //! - [`profile`]: the parallelism estimate: each task's time and what it waited for; work,
 //!   span and the speedup bounds they give.
 //! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
