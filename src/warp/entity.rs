@@ -51,7 +51,8 @@
 //!   [`super::groups`] records each change).
 
 use super::group_rules::{
-    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs, step_island,
+    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs,
+    step_island_with,
 };
 use super::groups::components;
 use super::message::{Instance, Msg};
@@ -59,7 +60,7 @@ use super::rules::{Kick, Rules};
 use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry};
 use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
-use crate::geometry::Aabb;
+use crate::geometry::{Aabb, Manifold};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -580,8 +581,10 @@ impl Entity {
         let mut islands = Vec::new();
         for i in 0..n {
             let t = lvt + i;
-            // Rule 1: deferred fission.
-            if let Some(apart) = self.split_timer(rules, t, &isl, &cur) {
+            // Rule 1: deferred fission (its contacts are the step's, below).
+            let mut contacts = None;
+            if let Some((apart, m)) = self.split_timer(rules, t, &isl, &cur) {
+                contacts = Some(m);
                 if apart != isl.apart_ticks {
                     Arc::make_mut(&mut isl).apart_ticks = apart;
                 }
@@ -624,7 +627,10 @@ impl Entity {
                     island.asleep = false;
                     island.rest_ticks = 0;
                 }
-                step_island(rules, island, &mut cur, &mut kicks)
+                let m = contacts.unwrap_or_else(|| {
+                    group_manifolds(rules, &island.bodies, &cur, &island.warm)
+                });
+                step_island_with(rules, island, &mut cur, &mut kicks, m)
                     .map_err(|e| format!("at tick {}: {e}", t + 1))?;
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
                     *b = rules.aabb(body as usize, s);
@@ -651,14 +657,21 @@ impl Entity {
 
     /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: its
     /// split timer after `t` (None where the rule does not apply: at the group's birth tick,
-    /// asleep, or a single body). It splits at `t` when that reaches [`SPLIT_TICKS`].
-    fn split_timer(&self, rules: &Rules, t: Tick, isl: &Island, cur: &[BodyState]) -> Option<u32> {
+    /// asleep, or a single body), and its contacts at `t`. It splits at `t` when the timer
+    /// reaches [`SPLIT_TICKS`].
+    fn split_timer(
+        &self,
+        rules: &Rules,
+        t: Tick,
+        isl: &Island,
+        cur: &[BodyState],
+    ) -> Option<(u32, Vec<(PairKey, Manifold)>)> {
         if t <= self.birth || isl.asleep || self.bodies.len() < 2 {
             return None;
         }
         let m = group_manifolds(rules, &self.bodies, cur, &isl.warm);
         let apart = components(&self.bodies, &edges(&m)).len() > 1;
-        Some(if apart { isl.apart_ticks + 1 } else { 0 })
+        Some((if apart { isl.apart_ticks + 1 } else { 0 }, m))
     }
 
     /// Rule 2 at `t`: the other sides of the known contacts at `t` that fuse with this group.
@@ -694,7 +707,7 @@ impl Entity {
         let partners: Vec<BodyId> = self.fusing(rules, t).map(|e| e.body).collect();
         let splits = self
             .split_timer(rules, t, isl, &cur)
-            .is_some_and(|a| a >= SPLIT_TICKS);
+            .is_some_and(|(a, _)| a >= SPLIT_TICKS);
         (splits || !partners.is_empty(), partners)
     }
 

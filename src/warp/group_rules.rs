@@ -404,7 +404,20 @@ pub fn step_island(
     if island.asleep {
         return Ok(false);
     }
-    let mut manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
+    let manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
+    step_island_with(rules, island, states, kicks, manifolds)
+}
+
+/// [`step_island`] of an awake island given its contacts at these states, as
+/// [`group_manifolds`] finds them (which the fission check of rule 1 has computed already).
+pub fn step_island_with(
+    rules: &Rules,
+    island: &mut Island,
+    states: &mut [BodyState],
+    kicks: &mut [Vec<Kick>],
+    mut manifolds: Vec<(PairKey, Manifold)>,
+) -> Result<bool, String> {
+    debug_assert!(!island.asleep);
     if manifolds.is_empty() {
         // Nothing touches: kicks, then free flight (rules 3 and 4), body by body.
         for (s, k) in states.iter_mut().zip(kicks.iter_mut()) {
