@@ -627,9 +627,8 @@ impl Entity {
                     island.asleep = false;
                     island.rest_ticks = 0;
                 }
-                let m = contacts.unwrap_or_else(|| {
-                    group_manifolds(rules, &island.bodies, &cur, &island.warm)
-                });
+                let m = contacts
+                    .unwrap_or_else(|| group_manifolds(rules, &island.bodies, &cur, &island.warm));
                 step_island_with(rules, island, &mut cur, &mut kicks, m)
                     .map_err(|e| format!("at tick {}: {e}", t + 1))?;
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
