@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every loom model against the real code — the STM's, and the engine's (sync seam, TVHT,
-# GVT buffer, the warp entities' rollback protocol, the island graph: tests/engine_*.rs) — then every negative control (the same model against a
+# GVT buffer, the warp entities' rollback protocol, the island graph, the hand-off of group
+# changes: tests/engine_*.rs) — then every negative control (the same model against a
 # deliberately broken STM or engine), and checks that each control fails with its model's own
 # assertion message (or loom's deadlock report). Exits non-zero if a model fails or a control
 # passes (or fails for another reason). Each cfg combination builds in its own target dir:
@@ -83,6 +84,7 @@ engine_controls=(
     "record_before_ack|engine_rollback|rollback_three_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "unguarded_groups|engine_groups|groups_fuse_split_rollback_locks|ISLAND GRAPH BROKEN"
     "unguarded_groups|engine_groups|groups_fuse_split_rollback_stm|ISLAND GRAPH BROKEN"
+    "no_announcement_recheck|engine_announcements|announcements_are_made_once|ANNOUNCEMENT LOST OR MADE TWICE"
 )
 broken_env=(env CARGO_TARGET_DIR="$TARGET_BASE/loom-broken-engine"
     RUSTFLAGS="--cfg loom --cfg timewarp_broken")

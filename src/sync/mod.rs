@@ -45,12 +45,13 @@ pub use table::{Table, View};
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 5] = [
+    const KNOWN: [&str; 6] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_count_check_outside",
         "record_before_ack",
         "unguarded_groups",
+        "no_announcement_recheck",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -57,7 +57,9 @@ use super::group_rules::{contact_candidates, initial_islands};
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
-use super::{BodyId, EntityId, GroupGraph, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig};
+use super::{
+    Announcements, BodyId, EntityId, GroupGraph, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig,
+};
 use crate::dynamics::BodyState;
 use crate::scene::{Scene, SplitMix64};
 use crate::sync::Backend;
@@ -198,11 +200,9 @@ pub struct WarpControl {
     pub deadline: Option<Instant>,
 }
 
-/// The group changes waiting for their tick to be committed, and what was changed.
+/// What the group changes made.
 #[derive(Default)]
 struct Changes {
-    /// Entities that found their group must change, by tick (see [`Entity::ending`]).
-    waiting: BTreeMap<Tick, BTreeSet<EntityId>>,
     made: u64,
     fusions: u64,
     fissions: u64,
@@ -223,10 +223,8 @@ struct Shared<'a> {
     /// Messages, each with the id of the task that sent it (for the profiler) and the body it
     /// is addressed to.
     mailboxes: Vec<SegQueue<(TaskId, BodyId, Msg)>>,
-    /// Group changes announced by turns (tick, entity), drained by whoever regroups.
-    endings: SegQueue<(Tick, EntityId)>,
-    /// The smallest tick announced and not regrouped yet (`u64::MAX`: none).
-    next_change: AtomicU64,
+    /// Group changes announced by turns, made once their tick is committed.
+    announced: Announcements,
     changes: Mutex<Changes>,
     /// The island graph (contact groups only).
     graph: Option<GroupGraph>,
@@ -403,8 +401,7 @@ impl Shared<'_> {
                 &mut |to, m| self.post(me, to, m, local, chaos),
             );
             if let Some(t) = e.ending() {
-                self.endings.push((t, e.bodies()[0]));
-                self.next_change.fetch_min(t, Ordering::SeqCst);
+                self.announced.announce(t, e.bodies()[0]);
             }
             result
         };
@@ -442,43 +439,19 @@ impl Shared<'_> {
     }
 
     /// Makes the group changes whose tick is committed (contact groups; see "Ending" in
-    /// [`super::entity`]). One worker at a time does it; the others go on.
+    /// [`super::entity`] and [`super::announcements`]). One worker at a time does it; the
+    /// others go on.
     fn regroup_committed(&self, local: &Worker<BodyId>) {
         let gvt = self.env.gvt.gvt();
-        if self.next_change.load(Ordering::SeqCst) >= gvt {
-            return;
-        }
-        let Ok(mut changes) = self.changes.try_lock() else {
-            return;
-        };
-        loop {
-            while let Some((t, id)) = self.endings.pop() {
-                changes.waiting.entry(t).or_default().insert(id);
-            }
-            while changes
-                .waiting
-                .first_key_value()
-                .is_some_and(|(&t, _)| t < gvt)
-            {
-                let (t, ids) = changes.waiting.pop_first().expect("not empty");
-                let started = Instant::now();
-                let made = self.regroup_at(t, ids, &mut changes, local);
-                changes.spent += started.elapsed();
-                if let Err(e) = made {
-                    self.fail(e);
-                    return;
-                }
-            }
-            let next = changes
-                .waiting
-                .first_key_value()
-                .map_or(u64::MAX, |(&t, _)| t);
-            self.next_change.store(next, Ordering::SeqCst);
-            // A turn announces a change before it lowers `next_change`: seeing the queue
-            // empty after the store means every later announcement lowers it again.
-            if self.endings.is_empty() {
-                return;
-            }
+        let made = self.announced.make_committed(gvt, |t, ids| {
+            let mut changes = lock(&self.changes);
+            let started = Instant::now();
+            let made = self.regroup_at(t, ids, &mut changes, local);
+            changes.spent += started.elapsed();
+            made
+        });
+        if let Err(e) = made {
+            self.fail(e);
         }
     }
 
@@ -723,8 +696,7 @@ pub fn run_warp_from_with(
         entities: slots.into_iter().map(Mutex::new).collect(),
         owner,
         mailboxes: (0..n).map(|_| SegQueue::new()).collect(),
-        endings: SegQueue::new(),
-        next_change: AtomicU64::new(u64::MAX),
+        announced: Announcements::default(),
         changes: Mutex::new(Changes::default()),
         graph,
         retired: Mutex::new(EntityStats::default()),

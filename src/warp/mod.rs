@@ -24,6 +24,8 @@
 //! - [`message`]: events, antievents and their acks, naming contact instances.
 //! - [`entity`]: one body, or one contact group, on its own clock: step, resolve, rollback
 //!   (Figure 5, Algorithms 2-7); a group's change at a committed tick.
+//! - [`announcements`]: the hand-off of group changes announced by turns to the worker that
+//!   makes them once their tick is committed.
 //! - [`engine`]: entities as soft-threads on a work-stealing pool; messages routed to the
 //!   entity holding each body; group changes made once their tick is committed; committed
 //!   frames out.
@@ -31,6 +33,7 @@
 //!   span and the speedup bounds they give.
 //! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
 
+pub mod announcements;
 pub mod engine;
 pub mod entity;
 pub mod group_rules;
@@ -49,6 +52,7 @@ pub type EntityId = u32;
 /// A dynamic body, numbered in scene order among the dynamic bodies.
 pub type BodyId = u32;
 
+pub use announcements::Announcements;
 pub use engine::{WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from_with};
 pub use groups::{Group, GroupError, GroupGraph, GroupId, NewGroup, Undo};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
