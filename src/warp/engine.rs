@@ -801,10 +801,27 @@ pub fn run_warp_from_with(
     }
     let mut sum = *lock(&shared.retired);
     let mut sleeping_groups = 0;
+    let mut groups: Vec<Vec<BodyId>> = Vec::new();
     for e in &shared.entities {
         if let Some(e) = lock(e).as_ref() {
             sum.add(&e.stats);
             sleeping_groups += u64::from(e.asleep());
+            groups.push(e.bodies().to_vec());
+        }
+    }
+    // The island graph must hold, and its live groups be the entities the run ended with.
+    if let Some(graph) = &shared.graph {
+        graph
+            .validate()
+            .map_err(|e| format!("the island graph is broken at the end of the run: {e}"))?;
+        let live: Vec<Vec<BodyId>> = graph.live().into_iter().map(|g| g.bodies).collect();
+        groups.sort();
+        let mut live_sorted = live;
+        live_sorted.sort();
+        if live_sorted != groups {
+            return Err(format!(
+                "the island graph's live groups {live_sorted:?} are not the run's groups {groups:?}"
+            ));
         }
     }
     let changes = lock(&shared.changes);
