@@ -109,14 +109,7 @@ fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
     let mean = |s: &[BodyState]| s.iter().map(|b| b.position.y).sum::<f32>() / 55.0;
     let (h0, h) = (mean(&rules.initial), mean(run.frames.last().unwrap()));
     assert!((h - h0).abs() <= 0.01 * h0, "mean height {h} m, was {h0} m");
-    let worst = run
-        .frames
-        .last()
-        .unwrap()
-        .iter()
-        .zip(&rules.initial)
-        .map(|(s, s0)| (s.position - s0.position).length())
-        .fold(0.0f32, f32::max);
+    let worst = largest_move(run.frames.last().unwrap(), &rules.initial);
     assert!(worst < 0.05, "a box moved {worst} m");
     // Asleep means frozen: every frame after it fell asleep is the same.
     let first_asleep = slept.div_ceil(16) as usize;

@@ -243,13 +243,7 @@ fn pyramids_stand_and_sleep(n: usize, window: Option<u64>) {
             "pyramid {p}: mean height {h} m, was {h0} m"
         );
     }
-    let worst = frames
-        .last()
-        .unwrap()
-        .iter()
-        .zip(&rules.initial)
-        .map(|(s, s0)| (s.position - s0.position).length())
-        .fold(0.0f32, f32::max);
+    let worst = largest_move(frames.last().unwrap(), &rules.initial);
     assert!(worst < 0.05, "a box moved {worst} m");
     let at_3s = (3 * tps / u64::from(scene.world.frame_ticks)) as usize;
     assert!(

@@ -322,7 +322,7 @@ impl Shared<'_> {
     }
 
     fn fail(&self, e: String) {
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = lock(&self.error);
         slot.get_or_insert(e);
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -335,7 +335,7 @@ impl Shared<'_> {
     fn wake_parked(&self, local: &Worker<BodyId>) {
         let g = self.env.gvt.gvt();
         if self.gvt_seen.fetch_max(g, Ordering::SeqCst) < g {
-            let list = std::mem::take(&mut *self.parked.lock().unwrap_or_else(|p| p.into_inner()));
+            let list = std::mem::take(&mut *lock(&self.parked));
             for id in list {
                 self.schedule(id, local);
             }
@@ -412,10 +412,7 @@ impl Shared<'_> {
             Ok(Turn::Ready) => self.schedule(id, local),
             Ok(Turn::WaitGvt(g)) => {
                 parked = Some(g);
-                self.parked
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(id);
+                lock(&self.parked).push(id);
                 if self.env.gvt.gvt() != g {
                     self.schedule(id, local);
                 }
@@ -791,12 +788,7 @@ pub fn run_warp_from_with(
     if let Some(e) = out_error {
         return Err(e);
     }
-    if let Some(e) = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    if let Some(e) = lock(&shared.error).take() {
         return Err(e);
     }
     let mut sum = *lock(&shared.retired);

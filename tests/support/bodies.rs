@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use glam::{Quat, Vec3};
+use timewarp::dynamics::BodyState;
 use timewarp::scene::{BodyDesc, Shape, World};
 
 pub const G: f32 = 9.81;
@@ -116,4 +117,13 @@ pub fn falling_ball_on_box() -> Vec<BodyDesc> {
         body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
         body(Shape::Sphere { radius: 0.3 }, Vec3::new(0.1, 6.0, 0.0), 0.5),
     ]
+}
+
+/// The largest distance any body of `frame` is from where it started (`initial`).
+pub fn largest_move(frame: &[BodyState], initial: &[BodyState]) -> f32 {
+    frame
+        .iter()
+        .zip(initial)
+        .map(|(s, s0)| (s.position - s0.position).length())
+        .fold(0.0f32, f32::max)
 }
