@@ -12,7 +12,10 @@
 //! ```
 //!
 //! (`TIMEWARP_MEMORY_SECONDS` shortens the run for a quick look; the early mark stays where it
-//! is if the run still passes it, else moves to the middle of the run.)
+//! is if the run still passes it, else moves to the middle of the run. Every
+//! `TIMEWARP_MEMORY_MARK` simulated seconds, 10 by default, the run prints its peak resident
+//! set and the heap it holds: the binary counts its allocations, so a program that holds more
+//! and more is told from an allocator that keeps more and more.)
 //!
 //! The long run of issue #8, bouncing with 2000 bodies for 600 simulated seconds on 64 workers
 //! (no deadlock, no livelock, flat memory: peak at 600 s within 10% of the peak at 60 s):
@@ -21,8 +24,54 @@
 //! cargo test --release --all-features --test warp_memory -- --ignored --nocapture bouncing_2000
 //! ```
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use timewarp::scene::builtin;
 use timewarp::warp::{WarpConfig, run_warp};
+
+/// The system allocator, counting the bytes the program holds. The resident set also counts
+/// what the allocator keeps for itself (arenas, fragments): the live count tells a program
+/// that holds more and more (a leak, garbage not reclaimed) from an allocator that does.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed to `System` with the caller's own arguments, so `System`'s
+// guarantees are ours; the counter is only arithmetic on the sizes of the layouts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc`'s contract, which is `System::alloc`'s.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc`/`realloc` above, that is from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `System::realloc`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The bytes the program holds now, in MiB.
+fn live_mib() -> usize {
+    LIVE.load(Ordering::Relaxed) >> 20
+}
 
 /// The peak resident set (VmHWM) of this process, in KiB.
 fn peak_rss_kib() -> u64 {
@@ -53,6 +102,11 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
     let (early, end) = (early_s * tps, seconds_run * tps);
     let mut at_early = None;
     let mut marks = Vec::new();
+    let mark_s: u64 = std::env::var("TIMEWARP_MEMORY_MARK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10)
+        .max(1);
     let config = WarpConfig {
         threads,
         ..WarpConfig::default()
@@ -66,8 +120,13 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
         if tick == early {
             at_early = Some(peak_rss_kib());
         }
-        if tick % (10 * tps) == 0 {
-            marks.push((tick / tps, peak_rss_kib()));
+        if tick % (mark_s * tps) == 0 {
+            let mark = (tick / tps, peak_rss_kib() >> 10, live_mib());
+            eprintln!(
+                "at {} s: peak RSS {} MiB, live heap {} MiB",
+                mark.0, mark.1, mark.2
+            );
+            marks.push(mark);
         }
         Ok(())
     })
@@ -75,7 +134,7 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
     let at_end = peak_rss_kib();
     let at_early = at_early.expect("the run passed the early mark");
     eprintln!(
-        "bouncing {bodies}, {threads} threads: peak RSS (s, KiB) {marks:?}; \
+        "bouncing {bodies}, {threads} threads: (s, peak RSS MiB, live MiB) {marks:?}; \
          at {early_s} s {at_early} KiB, at {seconds_run} s {at_end} KiB"
     );
     eprintln!("{stats:?}");

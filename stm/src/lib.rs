@@ -134,6 +134,8 @@
 //! shared machine, `valgrind --tool=callgrind` on `stm/examples/transfers.rs`.
 
 pub mod primitive;
+#[cfg(not(loom))]
+pub mod reclaim;
 
 pub mod atomically;
 pub mod backoff;

@@ -408,7 +408,9 @@ impl<'env> Transaction<'env> {
     /// after 2 simulated seconds of `cylinders` in the warp engine, against 0.13 GB with
     /// locks). So after every [`FLUSH_EVERY`] buffered writes the thread flushes: its bag goes
     /// to the global queue and a collection step runs, which frees up to eight bags whose
-    /// epoch has passed, more than the one bag added.
+    /// epoch has passed, more than the one bag added. When threads outnumber cores, a thread
+    /// preempted while pinned stops all collection; a flushing thread then waits (yields) for
+    /// the backlog to come down, a bounded wait: see [`crate::reclaim`].
     pub(crate) fn finish(&mut self) {
         let b = self.bm();
         b.reads.clear();
@@ -422,6 +424,10 @@ impl<'env> Transaction<'env> {
             g.flush();
         }
         self.guard = None;
+        #[cfg(not(loom))]
+        if flush {
+            crate::reclaim::throttle();
+        }
         if self.holds_token {
             self.holds_token = false;
             globals().release_irrevocable();

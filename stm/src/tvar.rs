@@ -57,7 +57,18 @@ impl<T> Slot<T> {
         // threads pinned before this swap can still hold it, and `defer_destroy` frees it
         // only after all of them have unpinned. It is never null (the slot always holds a
         // value) and it is retired exactly once, by the lock holder that replaced it.
-        unsafe { guard.defer_destroy(old) };
+        crate::reclaim::retired(1);
+        let old = old.as_raw().cast_mut();
+        // SAFETY: as above, the closure runs only after every thread pinned at the swap has
+        // unpinned, and it holds the only remaining pointer to the box (made by `Owned`, so
+        // `Box::from_raw` takes it back once). It may run on another thread: the values of a
+        // `TVar` are `Send + 'static` (its public bounds), the only kind that reaches here.
+        unsafe {
+            guard.defer_unchecked(move || {
+                drop(Box::from_raw(old));
+                crate::reclaim::freed(1);
+            })
+        };
     }
 
     fn into_inner(self) -> T {
