@@ -70,6 +70,7 @@ fn table(backend: Backend) -> Tvht {
         cell_size: 1.0,
         max_cells_per_body: 8,
         span_ticks: 1,
+        sleep_records: false,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")
 }

@@ -62,6 +62,23 @@
 //! Writes below the floor are refused. So the table holds about `window` ticks of entries,
 //! and its memory stays flat over a long run.
 //!
+//! ## Sleep records
+//!
+//! A sleeping contact group (issue #5; Mirtich's contact groups, seed 001, Section 4.4) does
+//! not move, so its entries would repeat tick after tick. With `sleep_records` on, the table
+//! has a second half of buckets hashed by cell alone, and [`Tvht::sleep`] puts each body of a
+//! sleeping group there once for a whole interval `from..until`, a copy in the sleep bucket of
+//! each cell of its box, instead of one entry per tick. A record is a run of identical entries,
+//! and keeps their rules: it meets the entries of other entities at its ticks exactly once,
+//! found by whichever is written second (an entry's write also names the sleep buckets of its
+//! cells; a record's write names the buckets of its cells at every time slice it spans), and
+//! stops at the first tick that meets one; the contact is kept, with a copy of the entry, in
+//! the sleep bucket of the owner cell, and given back once by the entry's delete or by the
+//! record's [`Tvht::wake`], which cuts the record short when the group is rolled back. A sleep
+//! record meets only *awake* entries: two sleeping bodies neither kick nor fuse with each other
+//! (the rules of `group_rules`), so nothing is lost by not looking. A body has either an entry
+//! or a record at a tick, never both. `validate` checks all of it.
+//!
 //! Static bodies are not in the table: each entity checks them itself (`DESIGN.md`).
 
 use super::{BodyId, EntityId, Tick};
@@ -89,6 +106,10 @@ pub struct TvhtConfig {
     /// and of `tick / span_ticks`, so consecutive ticks of one cell share a bucket (see
     /// "Layout" in the module documentation). 1 hashes every tick apart.
     pub span_ticks: u64,
+    /// Whether the table also keeps sleep records ([`Tvht::sleep`]): a second set of
+    /// `buckets` buckets, hashed by cell alone, which every write and delete then also
+    /// names. Off, a table costs nothing for them.
+    pub sleep_records: bool,
 }
 
 impl TvhtConfig {
@@ -115,6 +136,15 @@ impl TvhtConfig {
             cell_size,
             max_cells_per_body: 512,
             span_ticks,
+            sleep_records: false,
+        }
+    }
+
+    /// The same, with sleep records kept (or not).
+    pub fn with_sleep_records(self, on: bool) -> Self {
+        TvhtConfig {
+            sleep_records: on,
+            ..self
         }
     }
 }
@@ -288,11 +318,54 @@ struct ContactRec {
     b: BodyId,
 }
 
-/// One bucket: entries and contact records of the (cell, tick)s hashed to it.
+/// A sleep record: one body of a sleeping group, present with one box and one (pre-event)
+/// state at every tick of `from..until` (see "Sleep records" in the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SleepRec {
+    entity: EntityId,
+    body: BodyId,
+    from: Tick,
+    until: Tick,
+    aabb: Aabb,
+    state: BodyState,
+    tag: u64,
+}
+
+impl SleepRec {
+    fn covers(&self, tick: Tick) -> bool {
+        self.from <= tick && tick < self.until
+    }
+
+    /// The record as an entry at `tick`.
+    fn at(&self, tick: Tick) -> TvhtEntry {
+        TvhtEntry {
+            entity: self.entity,
+            body: self.body,
+            tick,
+            aabb: self.aabb,
+            state: self.state,
+            tag: self.tag,
+            asleep: true,
+        }
+    }
+}
+
+/// A contact between an awake entry and a sleep record at `tick`, kept with the record in the
+/// sleep bucket of their owner cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SleepContact {
+    awake: TvhtEntry,
+    sleeper: BodyId,
+}
+
+/// One bucket: entries and contact records of the (cell, tick)s hashed to it; or, in the
+/// sleep half of the table, the sleep records of the cells hashed to it and their contacts.
 #[derive(Debug, Default)]
 struct Bucket {
     entries: Vec<TvhtEntry>,
     contacts: Vec<ContactRec>,
+    records: Vec<SleepRec>,
+    woken: Vec<SleepContact>,
 }
 
 impl Clone for Bucket {
@@ -304,6 +377,8 @@ impl Clone for Bucket {
         Bucket {
             entries,
             contacts: self.contacts.clone(),
+            records: self.records.clone(),
+            woken: self.woken.clone(),
         }
     }
 }
@@ -312,6 +387,8 @@ impl Bucket {
     fn prune(&mut self, floor: Tick) {
         self.entries.retain(|e| e.tick >= floor);
         self.contacts.retain(|c| c.tick >= floor);
+        self.records.retain(|r| r.until > floor);
+        self.woken.retain(|c| c.awake.tick >= floor);
         // A bucket serves different (cell, slice) pairs over a run: room kept for a crowded
         // cell of one slice would stay with it, and in time every bucket would keep the room
         // of the most crowded cell ever hashed to it. (Found: with the lock backend, which
@@ -320,10 +397,22 @@ impl Bucket {
         // write, with room for one more entry, so it was spared.)
         shrink(&mut self.entries);
         shrink(&mut self.contacts);
+        shrink(&mut self.records);
+        shrink(&mut self.woken);
     }
 
     fn has_old(&self, floor: Tick) -> bool {
-        self.entries.iter().any(|e| e.tick < floor) || self.contacts.iter().any(|c| c.tick < floor)
+        self.entries.iter().any(|e| e.tick < floor)
+            || self.contacts.iter().any(|c| c.tick < floor)
+            || self.records.iter().any(|r| r.until <= floor)
+            || self.woken.iter().any(|c| c.awake.tick < floor)
+    }
+
+    /// The record of `body` covering `tick`, if any.
+    fn record(&self, body: BodyId, tick: Tick) -> Option<&SleepRec> {
+        self.records
+            .iter()
+            .find(|r| r.body == body && r.covers(tick))
     }
 
     fn find(&self, body: BodyId, tick: Tick) -> Option<&TvhtEntry> {
@@ -343,6 +432,21 @@ fn shrink<T>(v: &mut Vec<T>) {
 
 type Cell = [i32; 3];
 
+/// Sorts `keys[start..]` and removes its duplicates in place; returns its range.
+fn sort_dedup_from(keys: &mut Vec<usize>, start: usize) -> std::ops::Range<usize> {
+    let mine = &mut keys[start..];
+    mine.sort_unstable();
+    let mut n = 0;
+    for i in 0..mine.len() {
+        if i == 0 || mine[i] != mine[n - 1] {
+            mine[n] = mine[i];
+            n += 1;
+        }
+    }
+    keys.truncate(start + n);
+    start..start + n
+}
+
 /// The cells of one body's box at one tick and the distinct buckets they hash to: sorted,
 /// `keys[buckets]` of the request's flat key list ([`Planned::keys`]).
 #[derive(Clone)]
@@ -352,6 +456,8 @@ struct Plan {
     hi: Cell,
     slice: Tick,
     buckets: std::ops::Range<usize>,
+    /// The distinct sleep buckets of its cells (empty without sleep records).
+    sleep: std::ops::Range<usize>,
 }
 
 /// A checked request: one plan per body per step, in request order (step by step), the flat
@@ -381,12 +487,20 @@ impl Planned {
     fn buckets(&self, p: &Plan) -> &[usize] {
         &self.keys[p.buckets.clone()]
     }
+
+    /// The distinct sleep buckets of a plan.
+    fn sleep_buckets(&self, p: &Plan) -> &[usize] {
+        &self.keys[p.sleep.clone()]
+    }
 }
 
 /// The temporal volumetric hash table.
 pub struct Tvht {
+    /// `buckets` buckets of entries, then (with sleep records) `buckets` of sleep records.
     table: Table<Bucket>,
     mask: u64,
+    /// Whether sleep records are kept (the table's second half).
+    sleep: bool,
     span_shift: u32,
     cell_size: f32,
     inv_cell: f32,
@@ -433,9 +547,11 @@ impl Tvht {
                 "max_cells_per_body must be at least 1".into(),
             ));
         }
+        let slots = config.buckets << usize::from(config.sleep_records);
         Ok(Tvht {
-            table: Table::new(backend, config.buckets, |_| Bucket::default()),
+            table: Table::new(backend, slots, |_| Bucket::default()),
             mask: config.buckets as u64 - 1,
+            sleep: config.sleep_records,
             span_shift: config.span_ticks.trailing_zeros(),
             cell_size: config.cell_size,
             inv_cell: 1.0 / config.cell_size,
@@ -451,9 +567,14 @@ impl Tvht {
         self.table.backend()
     }
 
-    /// The number of buckets.
+    /// The number of buckets (of entries; as many again hold sleep records, if kept).
     pub fn buckets(&self) -> usize {
-        self.table.len()
+        self.mask as usize + 1
+    }
+
+    /// Whether the table keeps sleep records.
+    pub fn sleep_records(&self) -> bool {
+        self.sleep
     }
 
     /// The cell side.
@@ -475,6 +596,22 @@ impl Tvht {
             ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67b1_9e37_79f9)
             ^ tick.wrapping_mul(0xd6e8_feb8_6659_fd93);
         (mix(h) & self.mask) as usize
+    }
+
+    /// The sleep bucket of a cell: the cell's hash, in the table's second half.
+    #[inline]
+    fn sleep_slot(&self, c: Cell) -> usize {
+        let h = (c[0] as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (c[1] as u32 as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67b1_9e37_79f9);
+        (mix(h ^ 0x5bd1_e995) & self.mask) as usize + self.buckets()
+    }
+
+    /// The owner cell of two boxes: the componentwise maximum of their lowest cells.
+    #[inline]
+    fn owner_cell(&self, a: &Aabb, b: &Aabb) -> Cell {
+        let (a, b) = (self.lo_of(a), self.lo_of(b));
+        [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])]
     }
 
     #[inline]
@@ -541,30 +678,33 @@ impl Tvht {
                 }
             }
         }
-        let mine = &mut keys[start..];
-        mine.sort_unstable();
-        // Deduplicate the sorted run in place.
-        let mut n = 0;
-        for i in 0..mine.len() {
-            if i == 0 || mine[i] != mine[n - 1] {
-                mine[n] = mine[i];
-                n += 1;
+        let buckets = sort_dedup_from(keys, start);
+        let start = keys.len();
+        if self.sleep {
+            for x in lo[0]..=hi[0] {
+                for y in lo[1]..=hi[1] {
+                    for z in lo[2]..=hi[2] {
+                        keys.push(self.sleep_slot([x, y, z]));
+                    }
+                }
             }
         }
-        keys.truncate(start + n);
+        let sleep = sort_dedup_from(keys, start);
         Ok(Plan {
             body,
             lo,
             hi,
             slice,
-            buckets: start..start + n,
+            buckets,
+            sleep,
         })
     }
 
     /// The distinct buckets of a body's box at `tick`, sorted.
     fn plan_buckets(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<Vec<usize>, TvhtError> {
         let mut keys = Vec::new();
-        self.plan_into(body, tick, b, None, &mut keys)?;
+        let p = self.plan_into(body, tick, b, None, &mut keys)?;
+        keys.truncate(p.buckets.end);
         Ok(keys)
     }
 
@@ -680,6 +820,21 @@ impl Tvht {
                     });
                 }
             }
+            // Nor a sleep record of one of the request's bodies at one of its ticks.
+            for (s, ps) in planned.per_step(steps) {
+                for p in ps {
+                    if planned
+                        .sleep_buckets(p)
+                        .iter()
+                        .any(|&k| view.get(k).record(p.body, s.tick).is_some())
+                    {
+                        return Err(TvhtError::Duplicate {
+                            body: p.body,
+                            tick: s.tick,
+                        });
+                    }
+                }
+            }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
             for i in 0..view.keys().len() {
                 let k = view.keys()[i];
@@ -743,6 +898,34 @@ impl Tvht {
                     });
                 }
                 bucket.entries.push(me);
+            }
+            // Sleep records at this tick: an asleep entry and a sleep record never touch
+            // (neither wakes nor fuses with the other), so only an awake entry looks.
+            if me.asleep {
+                continue;
+            }
+            for &k in planned.sleep_buckets(p) {
+                let first = contacts.len();
+                for r in &view.get(k).records {
+                    if r.covers(s.tick)
+                        && r.entity != entity
+                        && r.aabb.overlaps(&me.aabb)
+                        && self.sleep_slot(self.owner_cell(&me.aabb, &r.aabb)) == k
+                    {
+                        contacts.push(Contact::new(me, r.at(s.tick)));
+                    }
+                }
+                if contacts.len() > first {
+                    let bucket = view.get_mut(k);
+                    for c in &contacts[first..] {
+                        let sleeper = if c.a.body == me.body {
+                            c.b.body
+                        } else {
+                            c.a.body
+                        };
+                        bucket.woken.push(SleepContact { awake: me, sleeper });
+                    }
+                }
             }
         }
         contacts
@@ -817,6 +1000,283 @@ impl Tvht {
                             .entries
                             .retain(|e| !(e.body == body && e.tick == tick));
                     }
+                    for &k in planned.sleep_buckets(p) {
+                        let (body, tick) = (b.body, s.tick);
+                        if !view
+                            .get(k)
+                            .woken
+                            .iter()
+                            .any(|c| c.awake.body == body && c.awake.tick == tick)
+                        {
+                            continue;
+                        }
+                        let bucket = view.get_mut(k);
+                        let mut i = 0;
+                        while i < bucket.woken.len() {
+                            let c = bucket.woken[i];
+                            if c.awake.body == body && c.awake.tick == tick {
+                                let Some(r) = bucket.record(c.sleeper, tick) else {
+                                    unreachable!("a sleep contact's record shares its bucket")
+                                };
+                                contacts.push(Contact::new(c.awake, r.at(tick)));
+                                bucket.woken.swap_remove(i);
+                            } else {
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(contacts)
+        });
+        out.map(|mut c| {
+            c.sort_unstable_by_key(Contact::key);
+            c
+        })
+    }
+
+    /// The cells of each body's box (checked at `tick`) and the buckets a sleep request names:
+    /// the sleep buckets of the cells and, if `slices` is given, the buckets of the cells at
+    /// each time slice of that tick range. Returns ranges of `keys`: each body's distinct sleep
+    /// buckets, then (with `slices`) each body's distinct buckets of entries.
+    fn plan_sleep(
+        &self,
+        tick: Tick,
+        bodies: &[BodyEntry],
+        slices: Option<(Tick, Tick)>,
+        keys: &mut Vec<usize>,
+    ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
+        if !self.sleep {
+            return Err(TvhtError::Config(
+                "this table keeps no sleep records".into(),
+            ));
+        }
+        let mut ranges = Vec::with_capacity(bodies.len());
+        for (j, b) in bodies.iter().enumerate() {
+            if bodies[..j].iter().any(|o| o.body == b.body) {
+                return Err(TvhtError::Duplicate { body: b.body, tick });
+            }
+            let (lo, hi) = self.cell_range(b.body, tick, &b.aabb)?;
+            let start = keys.len();
+            for x in lo[0]..=hi[0] {
+                for y in lo[1]..=hi[1] {
+                    for z in lo[2]..=hi[2] {
+                        keys.push(self.sleep_slot([x, y, z]));
+                    }
+                }
+            }
+            ranges.push(sort_dedup_from(keys, start));
+        }
+        if let Some((first, last)) = slices {
+            for b in bodies {
+                let (lo, hi) = self.cell_range(b.body, tick, &b.aabb)?;
+                let start = keys.len();
+                for slice in first >> self.span_shift..=last >> self.span_shift {
+                    let t = slice << self.span_shift;
+                    for x in lo[0]..=hi[0] {
+                        for y in lo[1]..=hi[1] {
+                            for z in lo[2]..=hi[2] {
+                                keys.push(self.bucket_of([x, y, z], t));
+                            }
+                        }
+                    }
+                }
+                ranges.push(sort_dedup_from(keys, start));
+            }
+        }
+        Ok(ranges)
+    }
+
+    /// Puts `bodies` of a sleeping `entity` in the table at every tick `from..=to`, each with
+    /// its one box and (pre-event) state: one *sleep record* per body (a copy in the sleep
+    /// bucket of each cell of its box) instead of an entry per tick. A record of the same
+    /// entity, body and `tag` that ends at `from` is extended; otherwise a record starts at
+    /// `from`. Sleep records meet only awake entries (an asleep entry and a sleep record
+    /// neither kick nor fuse with each other), each contact found once, by whichever of the
+    /// entry and the record is written second, like [`Tvht::write_steps`]: the records
+    /// stop at the first tick that meets a contact. Returns the last tick they now reach and
+    /// the contacts at it. One section; on error nothing is written.
+    pub fn sleep(
+        &self,
+        entity: EntityId,
+        tag: u64,
+        from: Tick,
+        to: Tick,
+        bodies: &[BodyEntry],
+    ) -> Result<(Tick, Vec<Contact>), TvhtError> {
+        let floor = self.floor();
+        if from < floor {
+            return Err(TvhtError::BehindFloor { tick: from, floor });
+        }
+        if to < from {
+            return Err(TvhtError::Config(format!(
+                "empty sleep interval {from}..={to}"
+            )));
+        }
+        let mut keys = Vec::new();
+        let ranges = self.plan_sleep(from, bodies, Some((from, to)), &mut keys)?;
+        let (sleep, main) = ranges.split_at(bodies.len());
+        let out = self.section(&keys, |view| {
+            // Check first: no entry or record of these bodies at these ticks, and a record to
+            // extend keeps its box.
+            for (b, ks) in bodies.iter().zip(sleep) {
+                for &k in &keys[ks.clone()] {
+                    for r in view.get(k).records.iter().filter(|r| r.body == b.body) {
+                        if r.from <= to && r.until > from {
+                            return Err(TvhtError::Duplicate {
+                                body: b.body,
+                                tick: r.from.max(from),
+                            });
+                        }
+                        if r.entity == entity && r.tag == tag && r.until == from && r.aabb != b.aabb
+                        {
+                            return Err(TvhtError::BoundsMismatch {
+                                body: b.body,
+                                tick: from,
+                            });
+                        }
+                    }
+                }
+            }
+            for (b, ks) in bodies.iter().zip(main) {
+                for &k in &keys[ks.clone()] {
+                    if let Some(e) = view
+                        .get(k)
+                        .entries
+                        .iter()
+                        .find(|e| e.tick >= from && e.tick <= to && e.body == b.body)
+                    {
+                        return Err(TvhtError::Duplicate {
+                            body: e.body,
+                            tick: e.tick,
+                        });
+                    }
+                }
+            }
+            // The awake entries these records meet, each pair in its owner cell's bucket only;
+            // the first tick with any.
+            let mut met: Vec<(TvhtEntry, usize)> = Vec::new();
+            let mut last = to;
+            for (j, (b, ks)) in bodies.iter().zip(main).enumerate() {
+                for &k in &keys[ks.clone()] {
+                    for x in &view.get(k).entries {
+                        if x.tick >= from
+                            && x.tick <= last
+                            && x.entity != entity
+                            && !x.asleep
+                            && x.aabb.overlaps(&b.aabb)
+                            && self.bucket_of(self.owner_cell(&x.aabb, &b.aabb), x.tick) == k
+                        {
+                            if x.tick < last {
+                                last = x.tick;
+                                met.clear();
+                            }
+                            met.push((*x, j));
+                        }
+                    }
+                }
+            }
+            let mut found = Vec::with_capacity(met.len());
+            for (b, ks) in bodies.iter().zip(sleep) {
+                let rec = SleepRec {
+                    entity,
+                    body: b.body,
+                    from,
+                    until: last + 1,
+                    aabb: b.aabb,
+                    state: b.state,
+                    tag,
+                };
+                for &k in &keys[ks.clone()] {
+                    let bucket = view.get_mut(k);
+                    match bucket.records.iter_mut().find(|r| {
+                        r.entity == entity && r.body == b.body && r.tag == tag && r.until == from
+                    }) {
+                        Some(r) => r.until = last + 1,
+                        None => bucket.records.push(rec),
+                    }
+                }
+            }
+            for &(x, j) in &met {
+                let b = &bodies[j];
+                let k = self.sleep_slot(self.owner_cell(&x.aabb, &b.aabb));
+                let bucket = view.get_mut(k);
+                let r = bucket
+                    .record(b.body, x.tick)
+                    .expect("the record was just written to every bucket of its cells");
+                found.push(Contact::new(x, r.at(x.tick)));
+                bucket.woken.push(SleepContact {
+                    awake: x,
+                    sleeper: b.body,
+                });
+            }
+            Ok((last, found))
+        });
+        out.map(|(n, mut c)| {
+            c.sort_unstable_by_key(Contact::key);
+            (n, c)
+        })
+    }
+
+    /// Cuts the sleep records of `bodies` (each with the box it slept with) of `entity` and
+    /// `tag` so that they end before tick `to` (a record that starts at or after `to` goes),
+    /// and returns the contacts they had at ticks from `to` on, each once, sorted: the
+    /// rollback of a sleeping interval (Algorithm 7). One section; on error nothing changes.
+    pub fn wake(
+        &self,
+        entity: EntityId,
+        tag: u64,
+        bodies: &[BodyEntry],
+        to: Tick,
+    ) -> Result<Vec<Contact>, TvhtError> {
+        let mut keys = Vec::new();
+        let sleep = self.plan_sleep(to, bodies, None, &mut keys)?;
+        let mine =
+            |r: &SleepRec, body: BodyId| r.entity == entity && r.body == body && r.tag == tag;
+        let out = self.section(&keys, |view| {
+            for (b, ks) in bodies.iter().zip(&sleep) {
+                for &k in &keys[ks.clone()] {
+                    match view.get(k).records.iter().find(|r| mine(r, b.body)) {
+                        None => {
+                            return Err(TvhtError::NotFound {
+                                entity,
+                                body: b.body,
+                                tick: to,
+                            });
+                        }
+                        Some(r) if r.aabb != b.aabb => {
+                            return Err(TvhtError::BoundsMismatch {
+                                body: b.body,
+                                tick: to,
+                            });
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            let mut contacts = Vec::new();
+            for (b, ks) in bodies.iter().zip(&sleep) {
+                for &k in &keys[ks.clone()] {
+                    let Some(&r) = view.get(k).records.iter().find(|r| mine(r, b.body)) else {
+                        unreachable!("checked above")
+                    };
+                    if r.until <= to {
+                        continue;
+                    }
+                    let bucket = view.get_mut(k);
+                    bucket.woken.retain(|c| {
+                        let gone =
+                            c.sleeper == b.body && c.awake.tick >= to && r.covers(c.awake.tick);
+                        if gone {
+                            contacts.push(Contact::new(c.awake, r.at(c.awake.tick)));
+                        }
+                        !gone
+                    });
+                    if r.from >= to {
+                        bucket.records.retain(|x| !mine(x, b.body));
+                    } else if let Some(x) = bucket.records.iter_mut().find(|x| mine(x, b.body)) {
+                        x.until = to;
+                    }
                 }
             }
             Ok(contacts)
@@ -847,8 +1307,9 @@ impl Tvht {
         let floor = self.raise_floor(tick);
         let n = buckets.min(self.table.len());
         let start = self.cursor.fetch_add(n as u64, Ordering::Relaxed);
+        let slots = self.table.len() as u64;
         (0..n as u64)
-            .map(|i| self.prune_bucket(((start + i) & self.mask) as usize, floor))
+            .map(|i| self.prune_bucket(((start + i) % slots) as usize, floor))
             .sum()
     }
 
@@ -885,19 +1346,22 @@ impl Tvht {
         m.into_values().collect()
     }
 
-    /// Every recorded contact, sorted. A consistent snapshot.
+    /// Every recorded contact (between entries, and between an entry and a sleep record),
+    /// sorted. A consistent snapshot.
     pub fn contacts(&self) -> Vec<ContactKey> {
-        let mut v: Vec<ContactKey> = self
-            .table
-            .snapshot()
-            .into_iter()
-            .flat_map(|b| b.contacts)
-            .map(|c| ContactKey {
+        let mut v = Vec::new();
+        for b in self.table.snapshot() {
+            v.extend(b.contacts.iter().map(|c| ContactKey {
                 tick: c.tick,
                 a: c.a,
                 b: c.b,
-            })
-            .collect();
+            }));
+            v.extend(b.woken.iter().map(|c| ContactKey {
+                tick: c.awake.tick,
+                a: c.awake.body.min(c.sleeper),
+                b: c.awake.body.max(c.sleeper),
+            }));
+        }
         v.sort_unstable();
         v
     }
@@ -1002,6 +1466,124 @@ impl Tvht {
                 ));
             }
         }
+        let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
+            copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
+        self.validate_sleep(&snap, floor, &live)
+    }
+
+    /// The sleep records' invariants: each live record is in exactly the sleep buckets of its
+    /// cells, with identical copies; a body's records and entries never share a tick; every
+    /// sleep contact joins a live awake entry of another entity and a record at its tick, in
+    /// their owner cell's sleep bucket, once; every such overlapping pair has its contact.
+    fn validate_sleep(
+        &self,
+        snap: &[Bucket],
+        floor: Tick,
+        live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
+    ) -> Result<(), TvhtError> {
+        let err = |s: String| Err(TvhtError::Invalid(s));
+        type RecKey = (EntityId, BodyId, u64, Tick);
+        let mut recs: BTreeMap<RecKey, (SleepRec, Vec<usize>)> = BTreeMap::new();
+        let mut woken = BTreeSet::new();
+        for (k, b) in snap.iter().enumerate() {
+            if (k < self.buckets() || !self.sleep) && !(b.records.is_empty() && b.woken.is_empty())
+            {
+                return err(format!("bucket {k} of entries holds sleep records"));
+            }
+            for r in &b.records {
+                if r.from >= r.until {
+                    return err(format!("empty sleep record {r:?} in bucket {k}"));
+                }
+                if r.until <= floor {
+                    continue;
+                }
+                let c = recs
+                    .entry((r.entity, r.body, r.tag, r.from))
+                    .or_insert((*r, Vec::new()));
+                if c.0 != *r {
+                    return err(format!("sleep record copies differ: {:?} and {r:?}", c.0));
+                }
+                c.1.push(k);
+            }
+            for c in &b.woken {
+                let (tick, body) = (c.awake.tick, c.awake.body);
+                if tick < floor {
+                    continue;
+                }
+                if !woken.insert((tick, body, c.sleeper)) {
+                    return err(format!("sleep contact {c:?} recorded twice"));
+                }
+                let Some(r) = b.record(c.sleeper, tick) else {
+                    return err(format!(
+                        "sleep contact {c:?} in bucket {k} lacks its record"
+                    ));
+                };
+                if live.get(&(tick, body)) != Some(&c.awake)
+                    || c.awake.asleep
+                    || c.awake.entity == r.entity
+                    || !c.awake.aabb.overlaps(&r.aabb)
+                    || self.sleep_slot(self.owner_cell(&c.awake.aabb, &r.aabb)) != k
+                {
+                    return err(format!(
+                        "sleep contact {c:?} in bucket {k} is not an owned overlap of a live \
+                         awake entry with {r:?}"
+                    ));
+                }
+            }
+        }
+        let mut by_tick: BTreeMap<Tick, Vec<&TvhtEntry>> = BTreeMap::new();
+        for ((tick, _), e) in live {
+            by_tick.entry(*tick).or_default().push(e);
+        }
+        let mut spans: BTreeMap<BodyId, Vec<(Tick, Tick)>> = BTreeMap::new();
+        for (r, buckets) in recs.values() {
+            let mut want = Vec::new();
+            match self.plan_sleep(
+                r.from,
+                &[BodyEntry {
+                    body: r.body,
+                    aabb: r.aabb,
+                    state: r.state,
+                    asleep: true,
+                }],
+                None,
+                &mut want,
+            ) {
+                Ok(_) => {}
+                Err(x) => return err(format!("sleep record {r:?} has a bad box: {x}")),
+            }
+            if *buckets != want {
+                return err(format!(
+                    "sleep record {r:?} is in buckets {buckets:?}, its cells hash to {want:?}"
+                ));
+            }
+            spans.entry(r.body).or_default().push((r.from, r.until));
+            for (&tick, es) in by_tick.range(r.from.max(floor)..r.until) {
+                for e in es {
+                    if e.body == r.body {
+                        return err(format!(
+                            "body {} has an entry and a sleep record at {tick}",
+                            r.body
+                        ));
+                    }
+                    if !e.asleep
+                        && e.entity != r.entity
+                        && e.aabb.overlaps(&r.aabb)
+                        && !woken.contains(&(tick, e.body, r.body))
+                    {
+                        return err(format!(
+                            "entry {e:?} meets sleep record {r:?} with no sleep contact"
+                        ));
+                    }
+                }
+            }
+        }
+        for (body, mut s) in spans {
+            s.sort_unstable();
+            if s.windows(2).any(|w| w[1].0 < w[0].1) {
+                return err(format!("body {body} has overlapping sleep records {s:?}"));
+            }
+        }
         Ok(())
     }
 
@@ -1042,6 +1624,7 @@ mod tests {
             cell_size: 1.0,
             max_cells_per_body: 64,
             span_ticks: 4,
+            sleep_records: false,
         }
     }
 
@@ -1257,6 +1840,218 @@ mod tests {
         assert_eq!(stored - removed, t.stored_entries());
         assert!(t.entries().iter().all(|e| e.tick >= 18));
         t.validate().unwrap();
+    }
+
+    fn sleeping(buckets: usize) -> TvhtConfig {
+        config(buckets).with_sleep_records(true)
+    }
+
+    fn key(tick: Tick, a: BodyId, b: BodyId) -> ContactKey {
+        ContactKey { tick, a, b }
+    }
+
+    #[test]
+    fn a_sleep_record_meets_an_awake_entry_once_whichever_comes_second() {
+        for &be in Backend::COMPILED {
+            for buckets in [2, 1024] {
+                let t = Tvht::new(be, sleeping(buckets)).unwrap();
+                let s = cube(1, Vec3::new(0.5, 0.5, 0.5), 0.9); // 2x2x2 cells
+                let a = cube(2, Vec3::new(0.7, 0.6, 0.4), 0.9);
+                // The entry first: the record stops at its tick and reports it.
+                assert!(t.write(20, 5, &[a]).unwrap().is_empty());
+                let (last, c) = t.sleep(10, 7, 3, 9, &[s]).unwrap();
+                assert_eq!(last, 5);
+                assert_eq!(
+                    c.iter().map(Contact::key).collect::<Vec<_>>(),
+                    [key(5, 1, 2)]
+                );
+                assert_eq!((c[0].a.state, c[0].b.state), (s.state, a.state));
+                assert!(c[0].a.asleep && !c[0].b.asleep);
+                assert_eq!((c[0].a.tag, c[0].a.entity), (7, 10));
+                t.validate().unwrap();
+                // Extended past it: nothing more to meet.
+                assert_eq!(t.sleep(10, 7, 6, 9, &[s]).unwrap(), (9, Vec::new()));
+                t.validate().unwrap();
+                // The record first: the entry's write reports it; an asleep entry meets nothing.
+                let c = t.write(20, 8, &[a]).unwrap();
+                assert_eq!(
+                    c.iter().map(Contact::key).collect::<Vec<_>>(),
+                    [key(8, 1, 2)]
+                );
+                assert_eq!(c[0].a.tag, 7);
+                let mut dozing = cube(3, Vec3::new(0.6, 0.5, 0.5), 0.9);
+                dozing.asleep = true;
+                let c = t.write(30, 8, &[dozing]).unwrap();
+                assert_eq!(
+                    c.iter().map(Contact::key).collect::<Vec<_>>(),
+                    [key(8, 2, 3)]
+                );
+                assert_eq!(t.contacts(), [key(5, 1, 2), key(8, 1, 2), key(8, 2, 3)]);
+                t.validate().unwrap();
+                // A body is either in a record or in an entry at a tick, never both.
+                assert!(matches!(
+                    t.write(10, 4, &[s]),
+                    Err(TvhtError::Duplicate { body: 1, tick: 4 })
+                ));
+                assert!(matches!(
+                    t.sleep(20, 1, 6, 9, &[a]),
+                    Err(TvhtError::Duplicate { body: 2, tick: 8 })
+                ));
+                // Deleting the entry gives the contact back once.
+                let d = t.delete(20, 8, &[a]).unwrap();
+                assert_eq!(
+                    d.iter().map(Contact::key).collect::<Vec<_>>(),
+                    [key(8, 1, 2), key(8, 2, 3)]
+                );
+                assert!(t.delete(20, 8, &[a]).is_err());
+                t.validate().unwrap();
+                // Waking at 5 cuts the record to 3..5 and gives back its contact at 5.
+                let w = t.wake(10, 7, &[s], 5).unwrap();
+                assert_eq!(
+                    w.iter().map(Contact::key).collect::<Vec<_>>(),
+                    [key(5, 1, 2)]
+                );
+                assert!(t.contacts().is_empty());
+                t.validate().unwrap();
+                // The body may now be written at 5, or sleep again from 5 under a new tag.
+                assert_eq!(t.write(10, 5, &[s]).unwrap().len(), 1);
+                assert!(t.sleep(10, 8, 5, 6, &[s]).is_err());
+                assert_eq!(t.sleep(10, 8, 6, 12, &[s]).unwrap(), (12, Vec::new()));
+                t.validate().unwrap();
+                // Waking before a record's start removes it.
+                assert!(t.wake(10, 8, &[s], 6).unwrap().is_empty());
+                assert!(t.wake(10, 8, &[s], 6).is_err());
+                t.validate().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn sleep_records_refuse_bad_requests_without_effect() {
+        let off = Tvht::new(Backend::default(), config(64)).unwrap();
+        let s = cube(1, Vec3::ZERO, 0.4);
+        assert!(matches!(
+            off.sleep(1, 0, 0, 5, &[s]),
+            Err(TvhtError::Config(_))
+        ));
+        let t = Tvht::new(Backend::default(), sleeping(64)).unwrap();
+        assert!(matches!(
+            t.sleep(1, 0, 5, 4, &[s]),
+            Err(TvhtError::Config(_))
+        ));
+        assert!(matches!(
+            t.sleep(1, 0, 0, 5, &[s, s]),
+            Err(TvhtError::Duplicate { .. })
+        ));
+        assert!(matches!(
+            t.wake(1, 0, &[s], 3),
+            Err(TvhtError::NotFound { .. })
+        ));
+        assert_eq!(t.sleep(1, 0, 0, 5, &[s]).unwrap().0, 5);
+        let moved = cube(1, Vec3::splat(0.1), 0.4);
+        assert!(matches!(
+            t.sleep(1, 0, 6, 9, &[moved]),
+            Err(TvhtError::BoundsMismatch { .. })
+        ));
+        assert!(matches!(
+            t.wake(1, 0, &[moved], 3),
+            Err(TvhtError::NotFound { .. } | TvhtError::BoundsMismatch { .. })
+        ));
+        t.prune_before(4);
+        assert!(matches!(
+            t.sleep(1, 1, 3, 9, &[s]),
+            Err(TvhtError::BehindFloor { .. })
+        ));
+        t.validate().unwrap();
+        // Swept once it ends behind the floor.
+        t.prune_before(6);
+        assert_eq!(
+            t.table
+                .snapshot()
+                .iter()
+                .map(|b| b.records.len())
+                .sum::<usize>(),
+            0
+        );
+        t.validate().unwrap();
+    }
+
+    /// Random writes, deletes, sleeps and wakes of a few bodies crowded in a few cells: after
+    /// each, the table's invariants hold (`validate`: every overlapping pair of an awake entry
+    /// and a record has exactly one contact, and so on), and every contact a write or sleep
+    /// reported is given back by exactly one delete or wake, or is still recorded.
+    #[test]
+    fn random_sleeps_and_wakes_keep_every_contact_exactly_once() {
+        for &be in Backend::COMPILED {
+            let t = Tvht::new(be, sleeping(8)).unwrap();
+            let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+            let mut next = move |n: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % n
+            };
+            // Per body (its own entity): its box, the ticks it wrote, its records (tag, from, until).
+            let boxes: Vec<BodyEntry> = (0..4)
+                .map(|b| cube(b, Vec3::new(0.3 * b as f32, 0.2, 0.1 * b as f32), 0.6))
+                .collect();
+            let mut ticks: Vec<BTreeSet<Tick>> = vec![BTreeSet::new(); 4];
+            let mut recs: Vec<Vec<(u64, Tick, Tick)>> = vec![Vec::new(); 4];
+            let mut live: BTreeSet<ContactKey> = BTreeSet::new();
+            let mut tag = 0;
+            for _ in 0..400 {
+                let b = next(4) as usize;
+                let mut e = boxes[b];
+                let tick = next(12);
+                match next(4) {
+                    0 => {
+                        e.asleep = next(3) == 0;
+                        if let Ok(c) = t.write(b as EntityId, tick, &[e]) {
+                            ticks[b].insert(tick);
+                            for c in c {
+                                assert!(live.insert(c.key()), "{:?} reported twice", c.key());
+                            }
+                        }
+                    }
+                    1 => {
+                        if ticks[b].remove(&tick) {
+                            for c in t.delete(b as EntityId, tick, &[e]).unwrap() {
+                                assert!(live.remove(&c.key()), "{:?} not live", c.key());
+                            }
+                        } else {
+                            assert!(t.delete(b as EntityId, tick, &[e]).is_err());
+                        }
+                    }
+                    2 => {
+                        tag += 1;
+                        let to = tick + next(6);
+                        if let Ok((last, c)) = t.sleep(b as EntityId, tag, tick, to, &[e]) {
+                            assert!(last >= tick && last <= to);
+                            recs[b].push((tag, tick, last + 1));
+                            for c in c {
+                                assert_eq!(c.tick(), last);
+                                assert!(live.insert(c.key()), "{:?} reported twice", c.key());
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(&(tag, from, until)) = recs[b].last() {
+                            for c in t.wake(b as EntityId, tag, &[e], tick).unwrap() {
+                                assert!(c.tick() >= tick && c.tick() < until);
+                                assert!(live.remove(&c.key()), "{:?} not live", c.key());
+                            }
+                            recs[b].pop();
+                            if tick > from {
+                                recs[b].push((tag, from, until.min(tick)));
+                            }
+                        }
+                    }
+                }
+                t.validate().unwrap();
+                assert_eq!(t.contacts(), live.iter().copied().collect::<Vec<_>>());
+            }
+            assert!(recs.iter().any(|r| !r.is_empty()) && !live.is_empty());
+        }
     }
 
     #[test]
