@@ -77,6 +77,8 @@ engine_controls=(
     "unsorted_locks|engine_sections|three_lock_sections_never_deadlock|deadlock; threads"
     "unguarded_tvht|engine_tvht|tvht_write_write_locks|TVHT CONTACT REPORTED 0 TIMES"
     "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT CONTACT REPORTED 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_sleep_write_locks|TVHT CONTACT REPORTED 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_sleep_write_stm|TVHT CONTACT REPORTED 0 TIMES"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
     "record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"

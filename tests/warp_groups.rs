@@ -24,8 +24,9 @@ use frames::{bits, warp_frames};
 
 /// Runs `bodies` for `seconds` in the grouped reference and in the warp engine with groups in
 /// each of `configs` (threads, window), under every compiled backend; every committed frame
-/// and the counts of fusions and fissions must be equal. Returns the reference's run.
-fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64)]) -> GroupedRun {
+/// and the counts of fusions and fissions must be equal. Returns the reference's run and the
+/// warp runs' naps (sleep-record writes) and naps cut by rollbacks, summed.
+fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64)]) -> Checked {
     let scene = Scene {
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies,
@@ -33,8 +34,15 @@ fn check(name: &str, bodies: Vec<BodyDesc>, seconds: f64, configs: &[(usize, u64
     check_scene(name, &scene, seconds, configs)
 }
 
+/// What [`check`] returns.
+struct Checked {
+    run: GroupedRun,
+    naps: u64,
+    nap_cuts: u64,
+}
+
 /// [`check`] on a whole scene.
-fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]) -> GroupedRun {
+fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]) -> Checked {
     let rules = Rules::new(scene).unwrap();
     let tps = u64::from(scene.world.ticks_per_second);
     let ft = u64::from(scene.world.frame_ticks);
@@ -44,6 +52,7 @@ fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]
     let fusions = run.changes.iter().filter(|c| c.is_fusion()).count() as u64;
     let fissions = run.changes.iter().filter(|c| c.is_fission()).count() as u64;
     assert_ne!(want[0], want[want.len() - 1], "{name}: nothing moves");
+    let (mut naps, mut nap_cuts) = (0, 0);
     for &backend in Backend::COMPILED {
         for &(threads, window) in configs {
             let config = WarpConfig {
@@ -76,9 +85,15 @@ fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]
             let asleep = run.islands.iter().filter(|i| i.asleep).count() as u64;
             assert_eq!(stats.sleeping_groups, asleep, "{name} {config:?}");
             eprintln!("{name} {backend:?} threads {threads} window {window}: {stats:?}");
+            naps += stats.naps;
+            nap_cuts += stats.nap_cuts;
         }
     }
-    run
+    Checked {
+        run,
+        naps,
+        nap_cuts,
+    }
 }
 
 const CONFIGS: &[(usize, u64)] = &[(1, 256), (3, 1), (16, 256)];
@@ -87,27 +102,36 @@ const CONFIGS: &[(usize, u64)] = &[(1, 256), (3, 1), (16, 256)];
 fn a_pyramid_fuses_stands_and_sleeps_as_in_the_reference() {
     let mut bodies = vec![ground()];
     bodies.extend(pyramid(6, Vec3::ZERO));
-    let run = check("pyramid 21", bodies, 0.8, CONFIGS);
-    assert_eq!(run.islands.len(), 1);
-    assert!(run.islands[0].asleep, "the pyramid is awake at the end");
+    let c = check("pyramid 21", bodies, 0.8, CONFIGS);
+    assert_eq!(c.run.islands.len(), 1);
+    assert!(c.run.islands[0].asleep, "the pyramid is awake at the end");
+    assert!(c.naps > 0, "the sleeping pyramid never napped");
 }
 
 #[test]
 fn a_slow_landing_fuses_and_a_fast_hit_stays_a_collision_as_in_the_reference() {
-    let run = check("landing and hit", landing_and_hit(), 0.5, CONFIGS);
-    assert!(run.changes.iter().any(|c| c.is_fusion()));
+    let c = check("landing and hit", landing_and_hit(), 0.5, CONFIGS);
+    assert!(c.run.changes.iter().any(|c| c.is_fusion()));
 }
 
 #[test]
 fn a_box_knocked_off_a_stack_splits_off_as_in_the_reference() {
-    let run = check("knocked box", knocked_stack(), 0.6, CONFIGS);
-    assert!(run.changes.iter().any(|c| c.is_fission()));
+    let c = check("knocked box", knocked_stack(), 0.6, CONFIGS);
+    assert!(c.run.changes.iter().any(|c| c.is_fission()));
 }
 
+/// The box naps ahead of the falling ball; the ball's hit rolls it back into its nap, whose
+/// sleep records are cut (`Tvht::wake`), and it wakes at the reference's tick.
 #[test]
 fn a_kick_wakes_a_sleeping_box_as_in_the_reference() {
-    let run = check("kick wakes", falling_ball_on_box(), 1.5, CONFIGS);
-    assert!(!run.wakes.is_empty() && !run.sleeps.is_empty());
+    let c = check("kick wakes", falling_ball_on_box(), 1.5, CONFIGS);
+    assert!(!c.run.wakes.is_empty() && !c.run.sleeps.is_empty());
+    assert!(
+        c.naps > 0 && c.nap_cuts > 0,
+        "naps {}, cut {}",
+        c.naps,
+        c.nap_cuts
+    );
 }
 
 /// The built-in scenes of the issue, small: two pyramids (110 boxes) that fuse and fall
@@ -116,12 +140,13 @@ fn a_kick_wakes_a_sleeping_box_as_in_the_reference() {
 fn builtin_pyramids_and_avalanche_equal_the_grouped_reference() {
     use timewarp::scene::builtin;
     let pyramids = builtin("pyramids", Some(110)).unwrap();
-    let run = check_scene("pyramids 110", &pyramids, 1.0, &[(2, 256), (8, 1)]);
-    assert!(run.islands.len() == 2 && run.islands.iter().all(|i| i.asleep));
+    let c = check_scene("pyramids 110", &pyramids, 1.0, &[(2, 256), (8, 1)]);
+    assert!(c.run.islands.len() == 2 && c.run.islands.iter().all(|i| i.asleep));
+    assert!(c.naps > 0, "the sleeping pyramids never napped");
     let avalanche = builtin("avalanche", Some(40)).unwrap();
-    let run = check_scene("avalanche 40", &avalanche, 3.0, &[(2, 256), (8, 1)]);
-    assert!(run.changes.iter().any(|c| c.is_fusion()));
-    assert!(run.changes.iter().any(|c| c.is_fission()));
+    let c = check_scene("avalanche 40", &avalanche, 3.0, &[(2, 256), (8, 1)]);
+    assert!(c.run.changes.iter().any(|c| c.is_fusion()));
+    assert!(c.run.changes.iter().any(|c| c.is_fission()));
 }
 
 /// Chaotic schedules (random yields, sleeps, deferred tasks: `WarpConfig::chaos`) change the

@@ -14,6 +14,14 @@
 //!   delete returns exactly the contacts it invalidates; after it no record is left and only
 //!   entity 2's entry remains.
 //!
+//! * `tvht_sleep_write_*` (sleep records, issue #5): entity 1 puts body 1 to sleep over ticks
+//!   `TICK - 1 ..= TICK + 1` (one record per cell) while entity 2 writes body 2 at `TICK`. The
+//!   contact is reported exactly once: to the write if the record came first, else to the
+//!   record, which then stops at `TICK`.
+//! * `tvht_wake_delete_*`: with that contact recorded, entity 1 wakes body 1 from `TICK` (a
+//!   rollback into its nap cuts the record) while entity 2 deletes its entry: exactly one of
+//!   the two gives the contact back.
+//!
 //! Negative control: `TIMEWARP_BROKEN=unguarded_tvht` runs each write and delete on copies
 //! read in one section and written back in another (no guard around the whole); loom must
 //! find the write-write interleaving where the contact is reported 0 times (both read before
@@ -65,12 +73,16 @@ fn b2() -> BodyEntry {
 }
 
 fn table(backend: Backend) -> Tvht {
+    table_with(backend, false)
+}
+
+fn table_with(backend: Backend, sleep_records: bool) -> Tvht {
     let config = TvhtConfig {
         buckets: 16,
         cell_size: 1.0,
         max_cells_per_body: 8,
         span_ticks: 1,
-        sleep_records: false,
+        sleep_records,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")
 }
@@ -184,6 +196,107 @@ fn write_delete(name: &str, backend: Backend) {
         validate(&t);
     });
     outcomes.check_all_reached(name);
+}
+
+/// A contact between body 1's sleep record and body 2's entry at `TICK`.
+fn check_sleep_contact(c: &Contact) {
+    assert!(
+        c.key()
+            == ContactKey {
+                tick: TICK,
+                a: 1,
+                b: 2,
+            }
+            && c.a.asleep
+            && c.a.tag == 7
+            && c.a.state == b1().state
+            && c.b.state == b2().state,
+        "TVHT REPORTED A WRONG SLEEP CONTACT: {c:?}"
+    );
+}
+
+fn sleep_write(name: &str, backend: Backend) {
+    let outcomes = Outcomes::new(&["the write came second", "the sleep record came second"]);
+    let seen = outcomes.clone();
+    timewarp_loom_tests::model_bounded(name, bound(backend), move || {
+        let t = Arc::new(table_with(backend, true));
+        let t2 = t.clone();
+        let h = thread::spawn(move || t2.write(2, TICK, &[b2()]).expect("entity 2's write"));
+        let (last, c1) = t
+            .sleep(1, 7, TICK - 1, TICK + 1, &[b1()])
+            .expect("entity 1's sleep");
+        let c2 = h.join().unwrap();
+        let n = c1.len() + c2.len();
+        assert!(
+            n == 1,
+            "TVHT CONTACT REPORTED {n} TIMES (the record got {}, the write {})",
+            c1.len(),
+            c2.len()
+        );
+        assert_eq!(last, if c1.is_empty() { TICK + 1 } else { TICK });
+        c1.iter().chain(&c2).for_each(check_sleep_contact);
+        seen.saw(c1.len());
+        let records = t.contacts();
+        assert!(
+            records.len() == 1,
+            "TVHT CONTACT RECORDED {} TIMES",
+            records.len()
+        );
+        validate(&t);
+    });
+    outcomes.check_all_reached(name);
+}
+
+fn wake_delete(name: &str, backend: Backend) {
+    let outcomes = Outcomes::new(&["the wake gave it back", "the delete gave it back"]);
+    let seen = outcomes.clone();
+    timewarp_loom_tests::model_bounded(name, bound(backend), move || {
+        let t = Arc::new(table_with(backend, true));
+        t.sleep(1, 7, TICK - 1, TICK + 1, &[b1()])
+            .expect("entity 1's sleep");
+        let c = t.write(2, TICK, &[b2()]).expect("entity 2's write");
+        assert_eq!(c.len(), 1);
+        let t2 = t.clone();
+        let h = thread::spawn(move || t2.delete(2, TICK, &[b2()]).expect("entity 2's delete"));
+        let w = t.wake(1, 7, &[b1()], TICK).expect("entity 1's wake");
+        let d = h.join().unwrap();
+        let n = w.len() + d.len();
+        assert!(
+            n == 1,
+            "TVHT CONTACT GIVEN BACK {n} TIMES (the wake {}, the delete {})",
+            w.len(),
+            d.len()
+        );
+        w.iter().chain(&d).for_each(check_sleep_contact);
+        seen.saw(d.len());
+        let records = t.contacts();
+        assert!(
+            records.is_empty(),
+            "TVHT WAKE OR DELETE LEFT CONTACT RECORDS {records:?}"
+        );
+        validate(&t);
+    });
+    outcomes.check_all_reached(name);
+}
+
+#[test]
+fn tvht_sleep_write_locks() {
+    sleep_write("tvht_sleep_write_locks", Backend::Locks);
+}
+
+#[test]
+fn tvht_sleep_write_stm() {
+    sleep_write("tvht_sleep_write_stm", Backend::Stm);
+}
+
+#[test]
+fn tvht_wake_delete_locks() {
+    wake_delete("tvht_wake_delete_locks", Backend::Locks);
+}
+
+#[test]
+fn tvht_wake_delete_stm() {
+    wake_delete("tvht_wake_delete_stm", Backend::Stm);
 }
 
 #[test]

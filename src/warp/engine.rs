@@ -177,13 +177,15 @@ pub struct WarpStats {
     /// Whether the run had contact groups ([`WarpConfig::groups`]).
     pub groups: bool,
     /// Contact groups: group changes made (all at committed ticks, see [`super::entity`]),
-    /// fusions and fissions among them, the groups asleep at the end, and group-ticks stepped
-    /// asleep.
+    /// fusions and fissions among them, the groups asleep at the end, group-ticks stepped
+    /// asleep, naps (sleep-record writes) and naps cut by rollbacks.
     pub group_changes: u64,
     pub fusions: u64,
     pub fissions: u64,
     pub sleeping_groups: u64,
     pub asleep_ticks: u64,
+    pub naps: u64,
+    pub nap_cuts: u64,
     /// Seconds spent on island management: making the group changes (closure, new entities,
     /// the island graph, mail) and pruning the island graph.
     pub island_seconds: f64,
@@ -637,7 +639,7 @@ pub fn run_warp_from_with(
     let frame_ticks = u64::from(scene.world.frame_ticks);
     let tvht = Tvht::new(
         config.backend,
-        TvhtConfig::for_scene(n, rules.largest_side, window),
+        TvhtConfig::for_scene(n, rules.largest_side, window).with_sleep_records(config.groups),
     )
     .map_err(|e| e.to_string())?;
     let gvt_config = GvtConfig {
@@ -711,7 +713,7 @@ pub fn run_warp_from_with(
     for i in live {
         shared.injector.push(i as BodyId);
     }
-    let buckets = tvht_buckets(n, rules.largest_side, window);
+    let buckets = tvht.slots();
     let prune_per_tick = buckets.div_ceil(window as usize).max(1);
     let mut pruned_to: Tick = start_tick;
     let mut pruned_graph: Tick = start_tick;
@@ -854,10 +856,8 @@ pub fn run_warp_from_with(
         fissions: changes.fissions,
         sleeping_groups,
         asleep_ticks: sum.asleep_ticks,
+        naps: sum.naps,
+        nap_cuts: sum.nap_cuts,
         island_seconds: changes.spent.as_secs_f64(),
     })
-}
-
-fn tvht_buckets(n: usize, largest_side: f32, window: u64) -> usize {
-    TvhtConfig::for_scene(n, largest_side, window).buckets
 }

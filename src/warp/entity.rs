@@ -49,6 +49,13 @@
 //!   by the engine, with [`Entity::regroup`]: the states there are final, so a change is never
 //!   rolled back (the conservative half of Mirtich's scheme; the island graph of
 //!   [`super::groups`] records each change).
+//! * **Naps** (contact groups, issue #5): a group asleep at `LVT` with nothing to wake it there
+//!   does not compute or write tick after tick. It writes one *sleep record* per body
+//!   ([`Tvht::sleep`]) that puts it in the TVHT at every tick up to `LVT_ub`, and copies its
+//!   unchanged states into its queue; the record is extended by the next nap, and stops, like
+//!   a write, at the first tick where an awake body meets it. A rollback into a nap cuts its
+//!   records ([`Tvht::wake`]) and closes it: what is stepped again after that is written anew,
+//!   under a new tag.
 
 use super::group_rules::{
     Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs,
@@ -101,6 +108,9 @@ pub struct EntityStats {
     pub lead_sum: u64,
     /// Group-ticks stepped asleep (no integration).
     pub asleep_ticks: u64,
+    /// Naps written or extended (sleep-record sections), and naps cut by a rollback.
+    pub naps: u64,
+    pub nap_cuts: u64,
 }
 
 impl EntityStats {
@@ -114,6 +124,8 @@ impl EntityStats {
         self.turns += o.turns;
         self.lead_sum += o.lead_sum;
         self.asleep_ticks += o.asleep_ticks;
+        self.naps += o.naps;
+        self.nap_cuts += o.nap_cuts;
     }
 }
 
@@ -170,9 +182,22 @@ pub struct Entity {
     batch: u64,
     /// The tick at which its last step found its group must change (see "Ending").
     ending: Option<Tick>,
+    /// Its naps (see "Naps"): the ticks whose entries are sleep records, ascending, disjoint,
+    /// within `..= lvt`; the others are entries of their own.
+    naps: VecDeque<Nap>,
     /// Buffers reused from turn to turn (their contents do not outlive a call).
     scratch: Scratch,
     pub stats: EntityStats,
+}
+
+/// Ticks `from..until` of an entity written as sleep records under `tag`; a nap that a rollback
+/// cut is closed (never extended again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Nap {
+    tag: u64,
+    from: Tick,
+    until: Tick,
+    open: bool,
 }
 
 impl Entity {
@@ -219,6 +244,7 @@ impl Entity {
             reach: u64::MAX,
             batch: BATCH,
             ending: None,
+            naps: VecDeque::new(),
             scratch: Scratch::default(),
             stats: EntityStats::default(),
         }
@@ -424,21 +450,47 @@ impl Entity {
         debug_assert!(r < lvt && r >= self.base);
         let mut entries = std::mem::take(&mut self.scratch.entries);
         entries.clear();
+        let mut ticks = Vec::new();
         for t in r + 1..=lvt {
-            self.entries_at(t, &mut entries);
+            if !self.naps.iter().any(|n| n.from <= t && t < n.until) {
+                self.entries_at(t, &mut entries);
+                ticks.push(t);
+            }
         }
         let steps: Vec<Step<'_>> = entries
             .chunks(self.bodies.len())
-            .enumerate()
-            .map(|(i, b)| Step {
-                tick: r + 1 + i as Tick,
-                bodies: b,
-            })
+            .zip(&ticks)
+            .map(|(b, &tick)| Step { tick, bodies: b })
             .collect();
         let gone = env.tvht.delete_steps(self.id, &steps);
         drop(steps);
         self.scratch.entries = entries;
-        let gone = gone.map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+        let mut gone =
+            gone.map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+        // The naps after `r`: cut (and closed) or gone.
+        let mut i = 0;
+        while i < self.naps.len() {
+            let n = self.naps[i];
+            if n.until <= r + 1 {
+                i += 1;
+                continue;
+            }
+            let mut slept = Vec::with_capacity(self.bodies.len());
+            self.entries_at(n.from.max(self.base), &mut slept);
+            let cut = env
+                .tvht
+                .wake(self.id, n.tag, &slept, n.from.max(r + 1))
+                .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+            gone.extend(cut);
+            self.stats.nap_cuts += 1;
+            if n.from > r {
+                self.naps.remove(i);
+            } else {
+                self.naps[i].until = r + 1;
+                self.naps[i].open = false;
+                i += 1;
+            }
+        }
         for c in &gone {
             let inst = Instance::of(c);
             self.pending.remove(&(inst, Kind::Event));
@@ -617,8 +669,13 @@ impl Entity {
                 }
             }
             // Rules 4 and 5: wake if kicked, step, maybe fall asleep. Asleep and not kicked,
-            // nothing changes: the same states, boxes and island (no copy).
+            // nothing changes: the same states, boxes and island (no copy); from `LVT`, a nap.
             let kicked = kicks.iter().any(|k| !k.is_empty());
+            if i == 0 && isl.asleep && !kicked && env.tvht.sleep_records() {
+                self.scratch.kicks = kicks;
+                self.scratch.entries = new;
+                return self.nap(env, ub, &cur, &boxes, isl, send);
+            }
             if isl.asleep && !kicked {
                 self.stats.asleep_ticks += 1;
             } else {
@@ -652,6 +709,63 @@ impl Entity {
             return Ok(());
         }
         self.write(env, lvt, computed, new, islands, send)
+    }
+
+    /// A nap from `LVT` towards `ub` (see "Naps"): the group, asleep at `LVT` at states `cur`
+    /// and boxes `boxes` with island `isl`, stays so at every tick up to `ub` or to the first
+    /// that meets an awake body.
+    fn nap(
+        &mut self,
+        env: &Env<'_>,
+        ub: Tick,
+        cur: &[BodyState],
+        boxes: &[Aabb],
+        isl: Arc<Island>,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<(), String> {
+        let from = self.lvt() + 1;
+        let tag = match self.naps.back() {
+            Some(n) if n.open && n.until == from => n.tag,
+            _ => {
+                self.next_tag += 1;
+                self.next_tag - 1
+            }
+        };
+        let bodies: Vec<BodyEntry> = self
+            .bodies
+            .iter()
+            .zip(cur)
+            .zip(boxes)
+            .map(|((&body, &state), &aabb)| BodyEntry {
+                body,
+                aabb,
+                state,
+                asleep: true,
+            })
+            .collect();
+        let (last, found) = env
+            .tvht
+            .sleep(self.id, tag, from, ub, &bodies)
+            .map_err(|e| format!("entity {} sleeps from tick {from}: {e}", self.id))?;
+        for _ in from..=last {
+            self.states.extend(cur);
+            self.aabbs.extend(boxes);
+            self.tags.extend(std::iter::repeat_n(tag, cur.len()));
+            self.islands.push_back(Arc::clone(&isl));
+        }
+        match self.naps.back_mut() {
+            Some(n) if n.open && n.tag == tag => n.until = last + 1,
+            _ => self.naps.push_back(Nap {
+                tag,
+                from,
+                until: last + 1,
+                open: true,
+            }),
+        }
+        self.stats.asleep_ticks += last + 1 - from;
+        self.stats.naps += 1;
+        self.report(env, &found, send);
+        Ok(())
     }
 
     /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: its
@@ -830,6 +944,9 @@ impl Entity {
         };
         let drop_ticks = (new_base - self.base) as usize;
         self.base = new_base;
+        while self.naps.front().is_some_and(|n| n.until <= new_base) {
+            self.naps.pop_front();
+        }
         if drop_ticks > 0 {
             let k = drop_ticks * nb;
             self.states.drain(..k);

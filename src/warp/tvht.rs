@@ -572,6 +572,11 @@ impl Tvht {
         self.mask as usize + 1
     }
 
+    /// All its buckets: those of entries and those of sleep records (what a full sweep visits).
+    pub fn slots(&self) -> usize {
+        self.table.len()
+    }
+
     /// Whether the table keeps sleep records.
     pub fn sleep_records(&self) -> bool {
         self.sleep
