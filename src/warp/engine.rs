@@ -465,9 +465,11 @@ impl Shared<'_> {
     ) -> Result<(), String> {
         let rules = self.env.rules;
         let mut held: BTreeMap<EntityId, MutexGuard<'_, Option<Entity>>> = BTreeMap::new();
-        let mut todo: Vec<EntityId> = ids.into_iter().collect();
+        // (entity, the body of a group fusing with it at `t` that led here, if any)
+        let mut todo: Vec<(EntityId, Option<BodyId>)> =
+            ids.into_iter().map(|i| (i, None)).collect();
         let mut parents = Vec::new();
-        while let Some(id) = todo.pop() {
+        while let Some((id, via)) = todo.pop() {
             if held.contains_key(&id) {
                 continue;
             }
@@ -477,11 +479,23 @@ impl Shared<'_> {
                 Some(e) if e.lvt() == t => {
                     let (change, partners) = e.change_at_lvt(rules);
                     for b in partners {
-                        todo.push(self.owner[b as usize].load(Ordering::SeqCst));
+                        todo.push((self.owner[b as usize].load(Ordering::SeqCst), Some(b)));
                     }
                     change
                 }
-                _ => false, // announced, then changed its mind (or already regrouped)
+                // Announced, then changed its mind (or already regrouped).
+                _ if via.is_none() => false,
+                // A fusion at a committed tick is seen by both groups (every event at `t` is
+                // acknowledged, so the partner rolled back to `t` and stopped there): a partner
+                // elsewhere means the protocol broke, and the change would be made half.
+                other => {
+                    return Err(format!(
+                        "group change at tick {t}: body {} fuses there, but its entity {id} is \
+                         {}",
+                        via.unwrap_or_default(),
+                        other.map_or("gone".to_string(), |e| format!("at LVT {}", e.lvt()))
+                    ));
+                }
             };
             if joins {
                 parents.push(id);
