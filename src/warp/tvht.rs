@@ -432,8 +432,20 @@ fn shrink<T>(v: &mut Vec<T>) {
 
 type Cell = [i32; 3];
 
-/// Sorts `keys[start..]` and removes its duplicates in place; returns its range.
-fn sort_dedup_from(keys: &mut Vec<usize>, start: usize) -> std::ops::Range<usize> {
+/// The cells `lo ..= hi`, x outermost.
+fn cells(lo: Cell, hi: Cell) -> impl Iterator<Item = Cell> {
+    (lo[0]..=hi[0]).flat_map(move |x| {
+        (lo[1]..=hi[1]).flat_map(move |y| (lo[2]..=hi[2]).map(move |z| [x, y, z]))
+    })
+}
+
+/// Appends the distinct values of `new` to `keys`, sorted; returns their range.
+fn push_distinct(
+    keys: &mut Vec<usize>,
+    new: impl Iterator<Item = usize>,
+) -> std::ops::Range<usize> {
+    let start = keys.len();
+    keys.extend(new);
     let mine = &mut keys[start..];
     mine.sort_unstable();
     let mut n = 0;
@@ -510,6 +522,14 @@ pub struct Tvht {
     cursor: AtomicU64,
     /// The floor of the last full sweep: no entry is older (checked by `validate`).
     swept: AtomicU64,
+}
+
+/// A cell's coordinates, mixed into one word (before [`mix`]).
+#[inline]
+fn cell_hash(c: Cell) -> u64 {
+    (c[0] as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (c[1] as u32 as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+        ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67b1_9e37_79f9)
 }
 
 #[inline]
@@ -596,20 +616,13 @@ impl Tvht {
     #[inline]
     fn bucket_of(&self, c: Cell, tick: Tick) -> usize {
         let tick = tick >> self.span_shift;
-        let h = (c[0] as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ (c[1] as u32 as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-            ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67b1_9e37_79f9)
-            ^ tick.wrapping_mul(0xd6e8_feb8_6659_fd93);
-        (mix(h) & self.mask) as usize
+        (mix(cell_hash(c) ^ tick.wrapping_mul(0xd6e8_feb8_6659_fd93)) & self.mask) as usize
     }
 
     /// The sleep bucket of a cell: the cell's hash, in the table's second half.
     #[inline]
     fn sleep_slot(&self, c: Cell) -> usize {
-        let h = (c[0] as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ (c[1] as u32 as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-            ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67b1_9e37_79f9);
-        (mix(h ^ 0x5bd1_e995) & self.mask) as usize + self.buckets()
+        (mix(cell_hash(c) ^ 0x5bd1_e995) & self.mask) as usize + self.buckets()
     }
 
     /// The owner cell of two boxes: the componentwise maximum of their lowest cells.
@@ -675,26 +688,12 @@ impl Tvht {
         {
             return Ok(p.clone());
         }
-        let start = keys.len();
-        for x in lo[0]..=hi[0] {
-            for y in lo[1]..=hi[1] {
-                for z in lo[2]..=hi[2] {
-                    keys.push(self.bucket_of([x, y, z], tick));
-                }
-            }
-        }
-        let buckets = sort_dedup_from(keys, start);
-        let start = keys.len();
-        if self.sleep {
-            for x in lo[0]..=hi[0] {
-                for y in lo[1]..=hi[1] {
-                    for z in lo[2]..=hi[2] {
-                        keys.push(self.sleep_slot([x, y, z]));
-                    }
-                }
-            }
-        }
-        let sleep = sort_dedup_from(keys, start);
+        let buckets = push_distinct(keys, cells(lo, hi).map(|c| self.bucket_of(c, tick)));
+        let sleep = if self.sleep {
+            push_distinct(keys, cells(lo, hi).map(|c| self.sleep_slot(c)))
+        } else {
+            keys.len()..keys.len()
+        };
         Ok(Plan {
             body,
             lo,
@@ -923,11 +922,7 @@ impl Tvht {
                 if contacts.len() > first {
                     let bucket = view.get_mut(k);
                     for c in &contacts[first..] {
-                        let sleeper = if c.a.body == me.body {
-                            c.b.body
-                        } else {
-                            c.a.body
-                        };
+                        let sleeper = c.other(entity).expect("a record of another entity").body;
                         bucket.woken.push(SleepContact { awake: me, sleeper });
                     }
                 }
@@ -1056,37 +1051,24 @@ impl Tvht {
                 "this table keeps no sleep records".into(),
             ));
         }
-        let mut ranges = Vec::with_capacity(bodies.len());
+        let mut boxes = Vec::with_capacity(bodies.len());
         for (j, b) in bodies.iter().enumerate() {
             if bodies[..j].iter().any(|o| o.body == b.body) {
                 return Err(TvhtError::Duplicate { body: b.body, tick });
             }
-            let (lo, hi) = self.cell_range(b.body, tick, &b.aabb)?;
-            let start = keys.len();
-            for x in lo[0]..=hi[0] {
-                for y in lo[1]..=hi[1] {
-                    for z in lo[2]..=hi[2] {
-                        keys.push(self.sleep_slot([x, y, z]));
-                    }
-                }
-            }
-            ranges.push(sort_dedup_from(keys, start));
+            boxes.push(self.cell_range(b.body, tick, &b.aabb)?);
         }
+        let mut ranges: Vec<_> = boxes
+            .iter()
+            .map(|&(lo, hi)| push_distinct(keys, cells(lo, hi).map(|c| self.sleep_slot(c))))
+            .collect();
         if let Some((first, last)) = slices {
-            for b in bodies {
-                let (lo, hi) = self.cell_range(b.body, tick, &b.aabb)?;
-                let start = keys.len();
-                for slice in first >> self.span_shift..=last >> self.span_shift {
-                    let t = slice << self.span_shift;
-                    for x in lo[0]..=hi[0] {
-                        for y in lo[1]..=hi[1] {
-                            for z in lo[2]..=hi[2] {
-                                keys.push(self.bucket_of([x, y, z], t));
-                            }
-                        }
-                    }
-                }
-                ranges.push(sort_dedup_from(keys, start));
+            let ticks =
+                (first >> self.span_shift..=last >> self.span_shift).map(|s| s << self.span_shift);
+            for &(lo, hi) in &boxes {
+                let all =
+                    cells(lo, hi).flat_map(|c| ticks.clone().map(move |t| self.bucket_of(c, t)));
+                ranges.push(push_distinct(keys, all));
             }
         }
         Ok(ranges)
@@ -1594,8 +1576,7 @@ impl Tvht {
 
     /// The owner bucket of a pair.
     fn owner(&self, x: &TvhtEntry, y: &TvhtEntry) -> usize {
-        let (a, b) = (self.lo_of(&x.aabb), self.lo_of(&y.aabb));
-        self.bucket_of([a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])], x.tick)
+        self.bucket_of(self.owner_cell(&x.aabb, &y.aabb), x.tick)
     }
 }
 
