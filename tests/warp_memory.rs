@@ -24,24 +24,26 @@
 //! cargo test --release --all-features --test warp_memory -- --ignored --nocapture bouncing_2000
 //! ```
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use mimalloc::MiMalloc;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use timewarp::scene::builtin;
 use timewarp::warp::{WarpConfig, run_warp};
 
-/// The system allocator, counting the bytes the program holds. The resident set also counts
+/// The binary's allocator (mimalloc, see `src/main.rs`), counting the bytes the program holds,
+/// so that the run measures what `timewarp run` does. The resident set also counts
 /// what the allocator keeps for itself (arenas, fragments): the live count tells a program
 /// that holds more and more (a leak, garbage not reclaimed) from an allocator that does.
 struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
-// SAFETY: every call is passed to `System` with the caller's own arguments, so `System`'s
+// SAFETY: every call is passed to `MiMalloc` with the caller's own arguments, so `MiMalloc`'s
 // guarantees are ours; the counter is only arithmetic on the sizes of the layouts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `alloc`'s contract, which is `System::alloc`'s.
-        let p = unsafe { System.alloc(layout) };
+        // SAFETY: the caller upholds `alloc`'s contract, which is `MiMalloc::alloc`'s.
+        let p = unsafe { MiMalloc.alloc(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -49,14 +51,14 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc`/`realloc` above, that is from `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) };
+        // SAFETY: `ptr` came from `alloc`/`realloc` above, that is from `MiMalloc`, with `layout`.
+        unsafe { MiMalloc.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `System::realloc`.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `MiMalloc::realloc`.
+        let p = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             LIVE.fetch_add(new_size, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
