@@ -12,8 +12,9 @@
 //!   atomic push, as with the engine's lock-free queues; a turn takes its mailbox's messages
 //!   at its start, and what arrives during the turn waits for the next turn);
 //! * after a turn the thread runs the next one at once after `Turn::Ready`; otherwise it
-//!   waits until it has mail or, after `Turn::WaitGvt(g)`, until the GVT is no longer `g` (the
-//!   engine's scheduler does the same with its flags and its parked list). A waiting entity
+//!   waits until it has mail or, after `Turn::WaitGvt(at)`, until the GVT has reached `at` (the
+//!   engine's scheduler does the same with its flags and its parked heap; so the model also
+//!   checks that the tick an entity waits for is one the GVT can reach). A waiting entity
 //!   blocks on a loom `Condvar`, signalled by every send to it and, at the end of a turn that
 //!   moved the GVT, for all. (It does not poll with `loom::thread::yield_now`: loom runs the
 //!   threads that have yielded least first, so two idle entities yielding to each other
@@ -247,7 +248,7 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
                 || (gvt <= sh.end
                     && match last {
                         None | Some(Turn::Ready) => true,
-                        Some(Turn::WaitGvt(g)) => gvt != g,
+                        Some(Turn::WaitGvt(at)) => gvt >= at,
                         Some(Turn::WaitMessages) => false,
                     });
             if run {

@@ -17,8 +17,10 @@
 //! * after a turn the flag is cleared, then the entity is scheduled again if it can step
 //!   further or its mailbox is not empty (the check after clearing the flag closes the race
 //!   with a sender that saw the flag still set);
-//! * an entity at `LVT_ub` parks on a list, and whoever sees the GVT advance wakes the list;
-//!   an entity that parks re-checks the GVT after parking, so no advance is missed;
+//! * an entity at `LVT_ub` parks until the GVT reaches a tick it names (`Turn::WaitGvt`:
+//!   when its lead over the GVT has fallen to half its reach), in a heap ordered by that tick;
+//!   whoever sees the GVT advance wakes those whose tick it reached; an entity that parks
+//!   re-checks the GVT after parking, so no advance is missed;
 //! * an entity that waits for acks is simply not scheduled: the ack's arrival schedules it;
 //! * a worker that finds no task spins and yields a little (crossbeam's `Backoff`), then
 //!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
@@ -67,7 +69,8 @@ use crossbeam::queue::SegQueue;
 use crossbeam::sync::{Parker, Unparker};
 use crossbeam::utils::Backoff;
 use crossbeam_deque::{Injector, Stealer, Worker};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -235,7 +238,8 @@ struct Shared<'a> {
     scheduled: Vec<AtomicBool>,
     injector: Injector<BodyId>,
     stealers: Vec<Stealer<BodyId>>,
-    parked: Mutex<Vec<BodyId>>,
+    /// Entities parked until the GVT reaches a tick: (tick, entity), earliest first.
+    parked: Mutex<BinaryHeap<Reverse<(Tick, BodyId)>>>,
     stop: AtomicBool,
     error: Mutex<Option<String>>,
     gvt_seen: AtomicU64,
@@ -333,12 +337,23 @@ impl Shared<'_> {
         self.stop.load(Ordering::SeqCst) || self.env.gvt.gvt() > self.env.end
     }
 
-    /// Wakes the parked entities if the GVT moved since anyone last looked.
+    /// Wakes the parked entities whose tick the GVT reached, if it moved since anyone last
+    /// looked.
     fn wake_parked(&self, local: &Worker<BodyId>) {
         let g = self.env.gvt.gvt();
         if self.gvt_seen.fetch_max(g, Ordering::SeqCst) < g {
-            let list = std::mem::take(&mut *lock(&self.parked));
-            for id in list {
+            let mut woken = Vec::new();
+            {
+                let mut parked = lock(&self.parked);
+                while let Some(&Reverse((at, id))) = parked.peek() {
+                    if at > g {
+                        break;
+                    }
+                    parked.pop();
+                    woken.push(id);
+                }
+            }
+            for id in woken {
                 self.schedule(id, local);
             }
         }
@@ -351,10 +366,11 @@ impl Shared<'_> {
         };
         let mut task = profile.begin(id, self.env.gvt.gvt());
         let parked = self.turn_with(id, local, Some(&mut task), chaos);
-        profile.end(task, me, self.env.gvt.gvt(), parked);
+        // The profiler takes the GVT the entity waits to see passed.
+        profile.end(task, me, self.env.gvt.gvt(), parked.map(|at| at - 1));
     }
 
-    /// One turn; returns the GVT the entity now waits to see advanced, if it parked.
+    /// One turn; returns the tick the entity now waits for the GVT to reach, if it parked.
     fn turn_with(
         &self,
         id: BodyId,
@@ -412,10 +428,10 @@ impl Shared<'_> {
         match result {
             Err(e) => self.fail(e),
             Ok(Turn::Ready) => self.schedule(id, local),
-            Ok(Turn::WaitGvt(g)) => {
-                parked = Some(g);
-                lock(&self.parked).push(id);
-                if self.env.gvt.gvt() != g {
+            Ok(Turn::WaitGvt(at)) => {
+                parked = Some(at);
+                lock(&self.parked).push(Reverse((at, id)));
+                if self.env.gvt.gvt() >= at {
                     self.schedule(id, local);
                 }
             }
@@ -715,7 +731,7 @@ pub fn run_warp_from_with(
         retired: Mutex::new(EntityStats::default()),
         injector: Injector::new(),
         stealers: workers.iter().map(Worker::stealer).collect(),
-        parked: Mutex::new(Vec::new()),
+        parked: Mutex::new(BinaryHeap::new()),
         stop: AtomicBool::new(false),
         error: Mutex::new(None),
         gvt_seen: AtomicU64::new(start_tick),

@@ -88,8 +88,9 @@ pub struct Env<'a> {
 pub enum Turn {
     /// It can step further at once.
     Ready,
-    /// It is at `LVT_ub` computed from this GVT (or it is a group ending at its `LVT`): it
-    /// waits for the GVT to advance.
+    /// It is at `LVT_ub` (or it is a group ending at its `LVT`): it waits until the GVT
+    /// reaches this tick, which is past the GVT now and at most its `LVT` (so the GVT can
+    /// reach it without this entity stepping: waiting cannot deadlock).
     WaitGvt(Tick),
     /// It waits for messages only (acks, or nothing at all at the end of the run).
     WaitMessages,
@@ -375,11 +376,15 @@ impl Entity {
         self.trim(gvt);
         self.stats.lead_sum += self.lvt().saturating_sub(gvt);
         Ok(if self.ending.is_some() {
-            Turn::WaitGvt(gvt)
+            Turn::WaitGvt(gvt + 1)
         } else if self.lvt() < ub {
             Turn::Ready
         } else if self.lvt() < env.end {
-            Turn::WaitGvt(gvt)
+            // Woken at once by any advance, an entity at `LVT_ub` took a turn per tick the
+            // GVT moved and stepped that one tick: on bouncing 2000, 2.7 ticks a turn and more
+            // than one section per body-tick. It sleeps until its lead is half its reach, and
+            // then steps that half in a few turns (only a matter of speed, like `reach`).
+            Turn::WaitGvt(self.lvt().saturating_sub(self.reach / 2).max(gvt + 1))
         } else {
             Turn::WaitMessages
         })
