@@ -85,6 +85,17 @@ fn peak_rss_kib() -> u64 {
         .expect("a VmHWM line")
 }
 
+/// Retired STM values crossbeam-epoch has not freed yet (`timewarp_stm::reclaim`).
+#[cfg(feature = "stm")]
+fn stm_backlog() -> isize {
+    timewarp_stm::reclaim::backlog()
+}
+
+#[cfg(not(feature = "stm"))]
+fn stm_backlog() -> isize {
+    0
+}
+
 /// Runs bouncing with `bodies` for `seconds` (or `TIMEWARP_MEMORY_SECONDS`) on `threads`
 /// workers and checks that the peak RSS at the end is within 10% of the peak at `early_s`
 /// (scaled with the run when the seconds are overridden); every committed state finite.
@@ -125,8 +136,11 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
         if tick % (mark_s * tps) == 0 {
             let mark = (tick / tps, peak_rss_kib() >> 10, live_mib());
             eprintln!(
-                "at {} s: peak RSS {} MiB, live heap {} MiB",
-                mark.0, mark.1, mark.2
+                "at {} s: peak RSS {} MiB, live heap {} MiB, STM values awaiting reclamation {}",
+                mark.0,
+                mark.1,
+                mark.2,
+                stm_backlog()
             );
             marks.push(mark);
         }
