@@ -12,7 +12,8 @@
 //! ```
 //!
 //! (`TIMEWARP_MEMORY_SECONDS` shortens the run for a quick look; the early mark stays where it
-//! is if the run still passes it, else moves to the middle of the run. Every
+//! is if the run still passes it, else moves to the middle of the run; `TIMEWARP_MEMORY_THREADS`
+//! sets the number of workers, to compare. Every
 //! `TIMEWARP_MEMORY_MARK` simulated seconds, 10 by default, the run prints its peak resident
 //! set and the heap it holds: the binary counts its allocations, so a program that holds more
 //! and more is told from an allocator that keeps more and more.)
@@ -120,6 +121,10 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(10)
         .max(1);
+    let threads = std::env::var("TIMEWARP_MEMORY_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(threads);
     let config = WarpConfig {
         threads,
         ..WarpConfig::default()
