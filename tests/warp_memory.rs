@@ -97,14 +97,19 @@ fn stm_backlog() -> isize {
     0
 }
 
+/// The environment variable `name` as a number, or `default` when it is unset or not one.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Runs bouncing with `bodies` for `seconds` (or `TIMEWARP_MEMORY_SECONDS`) on `threads`
 /// workers and checks that the peak RSS at the end is within 10% of the peak at `early_s`
 /// (scaled with the run when the seconds are overridden); every committed state finite.
 fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
-    let seconds_run: u64 = std::env::var("TIMEWARP_MEMORY_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(seconds);
+    let seconds_run = env_or("TIMEWARP_MEMORY_SECONDS", seconds);
     // A shortened run keeps the early mark if it still falls inside it, else takes its middle.
     let early_s = if early_s < seconds_run {
         early_s
@@ -116,15 +121,8 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
     let (early, end) = (early_s * tps, seconds_run * tps);
     let mut at_early = None;
     let mut marks = Vec::new();
-    let mark_s: u64 = std::env::var("TIMEWARP_MEMORY_MARK")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10)
-        .max(1);
-    let threads = std::env::var("TIMEWARP_MEMORY_THREADS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(threads);
+    let mark_s = env_or("TIMEWARP_MEMORY_MARK", 10u64).max(1);
+    let threads = env_or("TIMEWARP_MEMORY_THREADS", threads);
     let config = WarpConfig {
         threads,
         ..WarpConfig::default()

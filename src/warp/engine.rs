@@ -366,8 +366,7 @@ impl Shared<'_> {
         };
         let mut task = profile.begin(id, self.env.gvt.gvt());
         let parked = self.turn_with(id, local, Some(&mut task), chaos);
-        // The profiler takes the GVT the entity waits to see passed.
-        profile.end(task, me, self.env.gvt.gvt(), parked.map(|at| at - 1));
+        profile.end(task, me, self.env.gvt.gvt(), parked);
     }
 
     /// One turn; returns the tick the entity now waits for the GVT to reach, if it parked.

@@ -9,9 +9,9 @@
 //! * **the tasks whose messages it consumed**: every mailbox message carries the id of the task
 //!   that sent it (events, antievents and their acks all gate progress: an entity does not
 //!   record a tick while its events wait for acks);
-//! * **the GVT advance it waited for**: a task that ended at `LVT_ub` (`Turn::WaitGvt(g)`)
-//!   resumes only once the GVT has passed `g`, so its entity's next task (when it starts with
-//!   the GVT past `g`) depends on the task during whose turn the GVT first moved past `g`.
+//! * **the GVT advance it waited for**: a task that ended at `LVT_ub` (`Turn::WaitGvt(at)`)
+//!   resumes only once the GVT has reached `at`, so its entity's next task (when it starts with
+//!   the GVT at `at` or later) depends on the task during whose turn the GVT first reached `at`.
 //!   Without these edges the window's synchronisation would be invisible and the estimate too
 //!   hopeful; [`Parallelism::span_without_gvt`] gives the span from the first two kinds alone.
 //!
@@ -162,7 +162,7 @@ struct Task {
     id: TaskId,
     nanos: u64,
     prev: TaskId,
-    /// The GVT this task's entity waited to see advanced (`u64::MAX`: none).
+    /// The tick this task's entity waited for the GVT to reach (`u64::MAX`: none).
     gvt_wait: Tick,
     /// The GVT at the task's start and end.
     gvt_from: Tick,
@@ -218,17 +218,17 @@ impl Profiler {
         }
     }
 
-    /// Ends `task` on worker `me` with the GVT at `gvt`; `parked_at` is the GVT the entity now
-    /// waits to see advanced, if it does.
+    /// Ends `task` on worker `me` with the GVT at `gvt`; `parked_at` is the tick the entity now
+    /// waits for the GVT to reach, if it does.
     pub(crate) fn end(&self, task: Open, me: usize, gvt: Tick, parked_at: Option<Tick>) {
         let nanos = now_nanos().saturating_sub(task.start);
         let e = task.entity as usize;
         // The entity's turns are serialised by its `scheduled` flag and lock: relaxed is enough.
         let prev = self.last[e].swap(task.id, Ordering::Relaxed);
         let waited = self.parked_at[e].swap(parked_at.unwrap_or(u64::MAX), Ordering::Relaxed);
-        // The wait counts only if this task started with the GVT already past it (an entity
+        // The wait counts only if this task started with the GVT already there (an entity
         // woken by a message before the GVT moved did not wait for it).
-        let gvt_wait = if waited != u64::MAX && task.gvt_from > waited {
+        let gvt_wait = if waited != u64::MAX && task.gvt_from >= waited {
             waited
         } else {
             u64::MAX
@@ -261,7 +261,7 @@ impl Profiler {
             }
         }
         tasks.sort_by_key(|(t, _)| t.id);
-        // GVT advances, by the GVT they reached: the first one past `g` is the one waited for.
+        // GVT advances, by the GVT they reached: the first one to reach `at` is the one waited for.
         let mut advances: Vec<(Tick, TaskId)> = tasks
             .iter()
             .filter(|(t, _)| t.gvt_to > t.gvt_from)
@@ -292,7 +292,7 @@ impl Profiler {
                 }
             }
             if t.gvt_wait != u64::MAX {
-                let from = advances.partition_point(|&(g, _)| g <= t.gvt_wait);
+                let from = advances.partition_point(|&(g, _)| g < t.gvt_wait);
                 if let Some(&(_, d)) = advances[from..].iter().find(|&&(_, d)| d < t.id) {
                     gvt_edges.push((d as usize, me));
                 }
@@ -378,7 +378,7 @@ mod tests {
         let a0 = p.begin(0, 0);
         let a0_id = a0.id;
         spin(2);
-        p.end(a0, 0, 0, Some(0));
+        p.end(a0, 0, 0, Some(1));
         let b0 = p.begin(1, 0);
         let b0_id = b0.id;
         spin(2);
