@@ -76,14 +76,19 @@ fn live_mib() -> usize {
     LIVE.load(Ordering::Relaxed) >> 20
 }
 
-/// The peak resident set (VmHWM) of this process, in KiB.
-fn peak_rss_kib() -> u64 {
+/// The line `key` (`VmHWM:`, `VmRSS:`) of this process's status, in KiB.
+fn status_kib(key: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("a VmHWM line")
+        .unwrap_or_else(|| panic!("a {key} line"))
+}
+
+/// The peak resident set (VmHWM) of this process, in KiB.
+fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
 }
 
 /// Retired STM values crossbeam-epoch has not freed yet (`timewarp_stm::reclaim`).
@@ -139,9 +144,11 @@ fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
         if tick % (mark_s * tps) == 0 {
             let mark = (tick / tps, peak_rss_kib() >> 10, live_mib());
             eprintln!(
-                "at {} s: peak RSS {} MiB, live heap {} MiB, STM values awaiting reclamation {}",
+                "at {} s: peak RSS {} MiB, RSS {} MiB, live heap {} MiB, \
+                 STM values awaiting reclamation {}",
                 mark.0,
                 mark.1,
+                status_kib("VmRSS:") >> 10,
                 mark.2,
                 stm_backlog()
             );
