@@ -300,10 +300,8 @@ fn pyramids_10010_stand_and_sleep() {
 
 /// `avalanche` 300 for 20 s in the warp engine with contact groups: the committed frames are
 /// the grouped reference's (so they inherit its physics: no NaN, nothing through the ramp or
-/// the ground, checked in `tests/groups.rs`), here checked again directly. Whether all bodies
-/// end asleep is the reference's open question (`grouped_reference_avalanche_300`: spheres still
-/// roll on the flat ground at 20 s); this prints how many groups are awake. Several minutes in
-/// release: `cargo test --release --all-features --test warp_groups -- --ignored --nocapture avalanche_300`.
+/// the ground, checked in `tests/groups.rs`), here checked again directly, and every group ends
+/// asleep (issue #5: the bodies end at rest and asleep). Several minutes in release: `cargo test --release --all-features --test warp_groups -- --ignored --nocapture avalanche_300`.
 #[test]
 #[ignore]
 fn avalanche_300_equals_the_grouped_reference_for_20_s() {
@@ -339,4 +337,5 @@ fn avalanche_300_equals_the_grouped_reference_for_20_s() {
     let asleep = run.islands.iter().filter(|i| i.asleep).count() as u64;
     assert_eq!(stats.sleeping_groups, asleep);
     println!("{} of {} groups asleep at 20 s", asleep, run.islands.len());
+    assert_eq!(asleep, run.islands.len() as u64, "groups awake at 20 s");
 }

@@ -47,9 +47,6 @@ pub struct SolverParams {
     pub max_push_velocity: f32,
     /// Approach speeds below this (m/s) do not bounce.
     pub restitution_threshold: f32,
-    /// Rolling and spinning resistance (see [`rolling_resistance`]); 0 (the default) turns it
-    /// off. The warp engine's contact groups use it; the frame engine does not.
-    pub rolling_resistance: f32,
 }
 
 impl SolverParams {
@@ -64,7 +61,6 @@ impl SolverParams {
             damping_ratio: 10.0,
             max_push_velocity: 3.0,
             restitution_threshold: 1.0,
-            rolling_resistance: 0.0,
         }
     }
 }
@@ -212,6 +208,10 @@ pub struct ContactConstraint {
     pub round: bool,
     pub inv_inertia_a: f32,
     pub inv_inertia_b: f32,
+    /// Rolling and spinning resistance of this contact (see [`rolling_resistance`]), the
+    /// larger of its two shapes' as Box2D v3 mixes it; 0 (what [`ContactConstraint::new`]
+    /// sets) turns it off. The warp engine's contact groups set it; the frame engine does not.
+    pub rolling_resistance: f32,
 }
 
 /// One side of a contact, as [`ContactConstraint::new`] needs it.
@@ -296,6 +296,7 @@ impl ContactConstraint {
             round: round_a && round_b,
             inv_inertia_a: if a.is_static { 0.0 } else { a.inv_inertia },
             inv_inertia_b: if b.is_static { 0.0 } else { b.inv_inertia },
+            rolling_resistance: 0.0,
         }
     }
 
@@ -681,6 +682,7 @@ fn restitution(
 }
 
 /// Rolling and spinning resistance (Box2D v3's `rollingResistance`, taken to 3D): each contact
+/// with a `rolling_resistance` above 0
 /// resists the relative angular velocity of its two bodies, rolling and spinning about the
 /// normal alike, with an angular impulse of at most `resistance × R × N`, where `N` is the
 /// contact's accumulated normal impulse and `R` the lever of its first point (a sphere's radius
@@ -691,10 +693,13 @@ fn rolling_resistance(
     bodies: &mut [SolverBody],
     constraints: &[ContactConstraint],
     points: &[ConstraintPoint],
-    resistance: f32,
     impulses: &mut [Vec3A],
 ) {
     for (c, acc) in constraints.iter().zip(impulses.iter_mut()) {
+        let resistance = c.rolling_resistance;
+        if resistance <= 0.0 {
+            continue;
+        }
         let pts = &points[range(c)];
         let Some(first) = pts.first() else { continue };
         let normal: f32 = pts.iter().map(|p| p.normal_impulse).sum();
@@ -747,7 +752,7 @@ pub fn solve_island(
     let h = params.dt / params.substeps as f32;
     let inv_h = 1.0 / h;
     prepare(params, bodies, constraints, points);
-    let mut rolling = if params.rolling_resistance > 0.0 {
+    let mut rolling = if constraints.iter().any(|c| c.rolling_resistance > 0.0) {
         vec![Vec3A::ZERO; constraints.len()]
     } else {
         Vec::new()
@@ -761,8 +766,7 @@ pub fn solve_island(
         warm_start(bodies, constraints, points);
         solve(bodies, constraints, points, inv_h, params, true);
         if !rolling.is_empty() {
-            let r = params.rolling_resistance;
-            rolling_resistance(bodies, constraints, points, r, &mut rolling);
+            rolling_resistance(bodies, constraints, points, &mut rolling);
         }
         for b in bodies.iter_mut() {
             if b.inv_mass > 0.0 {

@@ -28,7 +28,8 @@
 //!    group that is kicked wakes.
 //! 4. **Step**: a group adds its kicks to its bodies' velocities (canonical order), then solves
 //!    its own contacts and its static contacts for one tick with the island solver (one substep
-//!    of one tick, with rolling and spinning resistance [`ROLLING_RESISTANCE`]), warm-started
+//!    of one tick, with rolling and spinning resistance: [`ROLLING_RESISTANCE`] for round
+//!    bodies, [`BOX_ROLLING_RESISTANCE`] for boxes), warm-started
 //!    from its impulses of the tick before. A group with no contact at all (a body in flight)
 //!    moves by rules 3 and 4 of [`super::rules`]: kicks, then free flight. A sleeping group does
 //!    not move at all.
@@ -59,11 +60,30 @@ pub const FUSE_SPEED: f32 = 0.5;
 /// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
 /// they rest, and the solver's speculative points stop an approach before it penetrates.
 pub const GROUP_MARGIN: f32 = 0.005;
-/// Rolling and spinning resistance of contacts within groups (dimensionless: the largest
-/// resisting torque is this times the contact's lever times its normal force): a sphere on the
-/// ground slows at about `(5/7) × 0.05 × g ≈ 0.35 m/s²` and a sphere spinning about the vertical
-/// stops, instead of either going on forever.
-pub const ROLLING_RESISTANCE: f32 = 0.05;
+/// Rolling and spinning resistance of round bodies (spheres and cylinders) in contacts within
+/// groups (dimensionless: the largest resisting torque is this times the contact's lever times
+/// its normal force; a contact takes the larger of its two bodies' values, a static side
+/// counting 0, as Box2D v3 mixes `rollingResistance`): a sphere on the ground slows at about
+/// `(5/7) × 0.2 × g ≈ 1.4 m/s²` and a sphere spinning about the vertical stops, instead of
+/// either going on forever. A sphere still rolls down a slope steeper than `atan 0.2 ≈ 11°`.
+/// Chosen for `avalanche`: its spheres leave the 30° ramp at up to about 14 m/s onto the
+/// endless flat ground; at 0.05 (0.35 m/s²) many were still rolling at 20 s, at 0.2 the whole
+/// scene (300 bodies, grouped reference) is asleep by 20 s.
+pub const ROLLING_RESISTANCE: f32 = 0.2;
+/// The same for boxes, which do not roll: it only damps the spin left on a resting box. Kept
+/// low: at 0.2 a box contact resists tipping, and a box knocked to the edge of a stack stays
+/// on it (`tests/groups.rs`).
+pub const BOX_ROLLING_RESISTANCE: f32 = 0.05;
+
+/// A body's own rolling resistance: [`ROLLING_RESISTANCE`] for round shapes,
+/// [`BOX_ROLLING_RESISTANCE`] for boxes, 0 for the rest (planes are static).
+fn rolling_resistance_of(shape: &Shape) -> f32 {
+    match shape {
+        Shape::Sphere { .. } | Shape::Cylinder { .. } => ROLLING_RESISTANCE,
+        Shape::Cuboid { .. } => BOX_ROLLING_RESISTANCE,
+        _ => 0.0,
+    }
+}
 /// A body may sleep when its speed plus the speed of its farthest point from spinning
 /// (`|v| + extent |w|`, as Box2D v3 measures it) is at most this (m/s).
 pub const SLEEP_SPEED: f32 = 0.05;
@@ -425,10 +445,7 @@ pub fn step_island_with(
         }
         island.warm.clear();
     } else {
-        let params = SolverParams {
-            rolling_resistance: ROLLING_RESISTANCE,
-            ..SolverParams::new(rules.dt, 1, rules.gravity)
-        };
+        let params = SolverParams::new(rules.dt, 1, rules.gravity);
         let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
         for (i, &b) in island.bodies.iter().enumerate() {
             let s = &mut states[i];
@@ -488,16 +505,26 @@ pub fn step_island_with(
                     mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
                 )
             };
-            constraints.push(ContactConstraint::new(
-                side(*a),
-                other,
-                m,
-                friction,
-                restitution,
-                ci as u32,
-                &mut points,
-                first,
-            ));
+            let resistance = |b: u32| {
+                if b & STATIC_SIDE != 0 {
+                    0.0
+                } else {
+                    rolling_resistance_of(&rules.shapes[b as usize])
+                }
+            };
+            constraints.push(ContactConstraint {
+                rolling_resistance: resistance(*a).max(resistance(*o)),
+                ..ContactConstraint::new(
+                    side(*a),
+                    other,
+                    m,
+                    friction,
+                    restitution,
+                    ci as u32,
+                    &mut points,
+                    first,
+                )
+            });
             first += m.count;
         }
         solve_island(&params, &mut bodies, &mut constraints, &mut points);
