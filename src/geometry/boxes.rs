@@ -24,14 +24,14 @@ use glam::{Mat3, Vec3};
 
 /// A candidate point before reduction.
 #[derive(Clone, Copy, Default)]
-struct Candidate {
-    position: Vec3,
-    depth: f32,
-    id: u32,
+pub(super) struct Candidate {
+    pub(super) position: Vec3,
+    pub(super) depth: f32,
+    pub(super) id: u32,
 }
 
 /// Keeps at most four of `cands` (deepest, farthest, largest area), writing them into `m`.
-fn reduce_into(cands: &[Candidate], m: &mut Manifold) {
+pub(super) fn reduce_into(cands: &[Candidate], m: &mut Manifold) {
     if cands.len() <= MAX_POINTS {
         for c in cands {
             m.push(c.position, c.depth, c.id);

@@ -10,7 +10,7 @@
 //! box, cylinder, plane), calls the pair function and flips the normal back if it swapped, so every
 //! pair function only handles one order.
 
-use super::{boxes, sphere};
+use super::{boxes, cylinder, sphere};
 use crate::scene::Shape;
 use glam::{Quat, Vec3};
 
@@ -172,6 +172,13 @@ fn collide_ordered(a: &Shape, pa: &Pose, b: &Shape, pb: &Pose, margin: f32, m: &
         (Shape::Cuboid { half_extents }, Shape::Plane { normal, offset }) => {
             boxes::box_plane(pa, half_extents, normal, offset, margin, m)
         }
+        (
+            Shape::Cylinder {
+                radius,
+                half_height,
+            },
+            Shape::Plane { normal, offset },
+        ) => cylinder::cylinder_plane(pa, radius, half_height, normal, offset, margin, m),
         (Shape::Plane { .. }, Shape::Plane { .. }) => {}
         _ => parry_contact(a, pa, b, pb, margin, m),
     }

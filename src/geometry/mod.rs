@@ -11,14 +11,16 @@
 //! persistent contact pairs, seed 002, section "Making persistent islands fast": a pair is an
 //! island edge while its manifold has at least one point).
 //!
-//! Pairs with a sphere, and box-plane and box-box, are written by hand (they are the hot paths
-//! of the built-in scenes); box-box is the separating-axis test over the 15 axes followed by
-//! Sutherland-Hodgman clipping of the incident face against the reference face, reduced to four
-//! points. Pairs without a hand-written path (cylinder against box, cylinder or plane) fall back to
-//! parry3d's GJK/EPA `contact` query, which gives one point.
+//! Pairs with a sphere, box-plane, box-box and cylinder-plane are written by hand (the hot
+//! paths of the built-in scenes, and the plane pairs exact at any depth); box-box is the
+//! separating-axis test over the 15 axes followed by Sutherland-Hodgman clipping of the incident
+//! face against the reference face, reduced to four points. Pairs without a hand-written path
+//! (cylinder against box or cylinder) fall back to parry3d's GJK/EPA `contact` query, which
+//! gives one point.
 
 mod aabb;
 mod boxes;
+mod cylinder;
 mod manifold;
 mod sphere;
 
