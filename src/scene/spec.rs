@@ -531,8 +531,10 @@ fn check_fields(s: &BodySpec) -> Result<(), String> {
     if let Some(shape) = &s.shape
         && !SHAPES.contains(&shape.as_str())
     {
+        // Quoted as Rust quotes it, so that a name with a newline or a quote in it (TOML
+        // escapes allow both) stays on the error's one line (found by `tests/fuzz_scene.rs`).
         return Err(format!(
-            "unknown shape \"{shape}\" (expected sphere, box, cylinder or plane)"
+            "unknown shape {shape:?} (expected sphere, box, cylinder or plane)"
         ));
     }
     if let Some(r) = s.radius {
@@ -981,6 +983,11 @@ mod tests {
         let mut blob = BodySpec::sphere(1.0);
         blob.shape = Some("blob".into());
         assert!(err(blob).contains("unknown shape \"blob\""));
+        // A name with a newline (a TOML escape) stays on one line, escaped.
+        let mut odd = BodySpec::sphere(1.0);
+        odd.shape = Some("pla\ne".into());
+        let e = err(odd);
+        assert!(!e.contains('\n') && e.contains(r#"unknown shape "pla\ne""#), "{e}");
         assert!(err(BodySpec::default()).contains("shape is missing"));
         let mut no_radius = BodySpec::sphere(1.0);
         no_radius.radius = None;
