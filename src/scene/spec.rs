@@ -987,7 +987,10 @@ mod tests {
         let mut odd = BodySpec::sphere(1.0);
         odd.shape = Some("pla\ne".into());
         let e = err(odd);
-        assert!(!e.contains('\n') && e.contains(r#"unknown shape "pla\ne""#), "{e}");
+        assert!(
+            !e.contains('\n') && e.contains(r#"unknown shape "pla\ne""#),
+            "{e}"
+        );
         assert!(err(BodySpec::default()).contains("shape is missing"));
         let mut no_radius = BodySpec::sphere(1.0);
         no_radius.radius = None;
