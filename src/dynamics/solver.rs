@@ -870,6 +870,25 @@ mod tests {
         assert_eq!(b1[2], SolverBody::STATIC);
     }
 
+    /// Regression (fuzz_sim): a body in contact spins at most a quarter turn per substep;
+    /// without contacts it keeps its spin.
+    #[test]
+    fn a_body_in_contact_turns_at_most_a_quarter_turn_per_substep() {
+        let params = SolverParams::new(1.0 / 60.0, 4, Vec3::ZERO);
+        let (mut bodies, mut cs, mut ps) = setup(true);
+        bodies[0].angular_velocity = Vec3A::new(0.0, 1000.0, 0.0);
+        solve_island(&params, &mut bodies, &mut cs, &mut ps);
+        let bound = MAX_ROTATION * 240.0; // 188.5 rad/s
+        let w = bodies[0].angular_velocity.length();
+        // Clamped to the bound, then changed by at most the friction of one collision
+        // (|J_t| <= 0.5 |J_n|, J_n about 4.5 N s, lever 0.5 m, inertia 0.2 kg m^2: ~6 rad/s).
+        assert!((w - bound).abs() < 10.0, "spin {w} rad/s, bound {bound}");
+        let (mut free, mut none, mut no_points) = (setup(true).0, Vec::new(), Vec::new());
+        free[0].angular_velocity = Vec3A::new(0.0, 1000.0, 0.0);
+        solve_island(&params, &mut free, &mut none, &mut no_points);
+        assert_eq!(free[0].angular_velocity, Vec3A::new(0.0, 1000.0, 0.0));
+    }
+
     #[test]
     fn softness_limits() {
         let s = Softness::new(30.0, 10.0, 1.0 / 240.0);
