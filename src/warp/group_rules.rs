@@ -84,6 +84,7 @@ fn rolling_resistance_of(shape: &Shape) -> f32 {
         _ => 0.0,
     }
 }
+
 /// A body may sleep when its speed plus the speed of its farthest point from spinning
 /// (`|v| + extent |w|`, as Box2D v3 measures it) is at most this (m/s).
 pub const SLEEP_SPEED: f32 = 0.05;
@@ -477,7 +478,9 @@ pub fn step_island_with(
                 is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
                 inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
             };
-            let (other, restitution, friction) = if o & STATIC_SIDE != 0 {
+            // The other side, the mixed materials, and its own rolling resistance (a static
+            // body has none: the contact takes the dynamic body's).
+            let (other, restitution, friction, resistance) = if o & STATIC_SIDE != 0 {
                 let st = rules
                     .statics
                     .iter()
@@ -494,6 +497,7 @@ pub fn step_island_with(
                     side,
                     mix_restitution(rules.restitution[*a as usize], st.restitution),
                     mix_friction(rules.friction[*a as usize], st.friction),
+                    0.0,
                 )
             } else {
                 (
@@ -503,17 +507,12 @@ pub fn step_island_with(
                         rules.restitution[*o as usize],
                     ),
                     mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
+                    rolling_resistance_of(&rules.shapes[*o as usize]),
                 )
             };
-            let resistance = |b: u32| {
-                if b & STATIC_SIDE != 0 {
-                    0.0
-                } else {
-                    rolling_resistance_of(&rules.shapes[b as usize])
-                }
-            };
             constraints.push(ContactConstraint {
-                rolling_resistance: resistance(*a).max(resistance(*o)),
+                rolling_resistance: rolling_resistance_of(&rules.shapes[*a as usize])
+                    .max(resistance),
                 ..ContactConstraint::new(
                     side(*a),
                     other,
