@@ -365,11 +365,9 @@ impl Shared<'_> {
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            let ticks = (to - from) as usize;
-            let buckets = self.env.tvht.slots();
-            self.env
-                .tvht
-                .prune_step(to, ticks.saturating_mul(self.sweep_per_tick).min(buckets));
+            // `prune_step` sweeps at most the whole table, however many buckets are asked.
+            let buckets = ((to - from) as usize).saturating_mul(self.sweep_per_tick);
+            self.env.tvht.prune_step(to, buckets);
         }
     }
 
