@@ -301,7 +301,8 @@ fn pyramids_10010_stand_and_sleep() {
 /// `avalanche` 300 for 20 s in the warp engine with contact groups: the committed frames are
 /// the grouped reference's (so they inherit its physics: no NaN, nothing through the ramp or
 /// the ground, checked in `tests/groups.rs`), here checked again directly, and every group ends
-/// asleep (issue #5: the bodies end at rest and asleep). Several minutes in release: `cargo test --release --all-features --test warp_groups -- --ignored --nocapture avalanche_300`.
+/// asleep (issue #5: the bodies end at rest and asleep). Several minutes in release:
+/// `cargo test --release --all-features --test warp_groups -- --ignored --nocapture avalanche_300`.
 #[test]
 #[ignore]
 fn avalanche_300_equals_the_grouped_reference_for_20_s() {

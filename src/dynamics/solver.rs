@@ -208,7 +208,7 @@ pub struct ContactConstraint {
     pub round: bool,
     pub inv_inertia_a: f32,
     pub inv_inertia_b: f32,
-    /// Rolling and spinning resistance of this contact (see [`rolling_resistance`]), the
+    /// Rolling and spinning resistance of this contact (see `rolling_resistance` below), the
     /// larger of its two shapes' as Box2D v3 mixes it; 0 (what [`ContactConstraint::new`]
     /// sets) turns it off. The warp engine's contact groups set it; the frame engine does not.
     pub rolling_resistance: f32,
@@ -682,9 +682,8 @@ fn restitution(
 }
 
 /// Rolling and spinning resistance (Box2D v3's `rollingResistance`, taken to 3D): each contact
-/// with a `rolling_resistance` above 0
-/// resists the relative angular velocity of its two bodies, rolling and spinning about the
-/// normal alike, with an angular impulse of at most `resistance × R × N`, where `N` is the
+/// with a `rolling_resistance` above 0 resists the relative angular velocity of its two bodies,
+/// rolling and spinning about the normal alike, with an angular impulse of at most `resistance × R × N`, where `N` is the
 /// contact's accumulated normal impulse and `R` the lever of its first point (a sphere's radius
 /// on the ground). Without it a sphere on a plane rolls, or spins about the vertical, forever:
 /// a point contact has no torque to stop it. `impulses` accumulates per constraint over the frame
@@ -727,8 +726,10 @@ fn rolling_resistance(
     }
 }
 
-/// The most a body in contact may turn in one substep (radians), Box2D v3's `B2_MAX_ROTATION`:
-/// its angular velocity is clamped to this over the substep before the contacts are solved. The
+/// The most a body solved with contacts may turn in one substep (radians), Box2D v3's
+/// `B2_MAX_ROTATION`: in [`solve_island`], when the slice has constraints, every dynamic body's
+/// angular velocity is clamped to this over the substep before they are solved (a slice without
+/// any flies ballistically, unclamped). The
 /// contacts are linearised at the start of the frame; a body turning further than this within a
 /// substep leaves them behind, and the solver can then feed it energy. (Found by
 /// `tests/fuzz_sim.rs`: a heavy 4.5 cm x 4.4 m stick, friction 1.47, spinning up from 64 to
