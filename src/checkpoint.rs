@@ -26,11 +26,16 @@
 //!     pre-event states), so entities restarted at tick `k` from these states commit the same
 //!     frames as the entities that were there. Speculation, the TVHT and the GVT buffer hold
 //!     nothing committed and start empty.
+//!   - **warp engine with contact groups**: the same states, and the islands of the groups
+//!     alive at that tick as they stand before its rules (bodies, rest and split timers, sleep
+//!     flag, warm-start impulses), which the entities logged as they recorded the tick
+//!     ([`crate::warp::island_log`]); the resumed groups count as born the tick before, so
+//!     they may change at the checkpoint's tick as the groups of the run that was cut did.
 //!
 //! The thread count and the backend are not saved: committed frames are bit-identical for any
 //! of them (DESIGN.md, "Determinism is a contract"), so a resumed run may use others.
 //!
-//! ## File format (version [`FORMAT_VERSION`])
+//! ## File format (version [`FORMAT_VERSION`]; version 1, without contact groups, is read too)
 //!
 //! ```text
 //! offset  size  field
@@ -66,11 +71,16 @@ use crate::frame::FrameSnapshot;
 use crate::output::{Checksum, FNV_OFFSET, FNV_PRIME, FrameSink};
 use crate::run::EngineKind;
 use crate::scene::Scene;
+use crate::warp::group_rules::Island;
 
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build reads. Version 2 added the warp engine's state with contact
+/// groups ([`EngineState::WarpGroups`]), a new variant after the others: a version 1 payload
+/// decodes as version 2.
+pub const OLDEST_VERSION: u32 = 1;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 28;
 
@@ -81,6 +91,13 @@ pub enum EngineState {
     Frame(Box<FrameSnapshot>),
     /// The warp engine's committed pre-event states of the dynamic bodies, in scene order.
     Warp(Vec<BodyState>),
+    /// The warp engine with contact groups: the same states, and the islands of the groups
+    /// alive at the frame's tick as they stand before its rules (bodies, timers, sleep flag,
+    /// warm-start impulses; [`crate::warp::island_log`]), ordered by smallest body.
+    WarpGroups {
+        states: Vec<BodyState>,
+        islands: Vec<Island>,
+    },
 }
 
 impl EngineState {
@@ -88,8 +105,13 @@ impl EngineState {
     pub fn engine(&self) -> EngineKind {
         match self {
             EngineState::Frame(_) => EngineKind::Frame,
-            EngineState::Warp(_) => EngineKind::Warp,
+            EngineState::Warp(_) | EngineState::WarpGroups { .. } => EngineKind::Warp,
         }
+    }
+
+    /// Whether the run had contact groups.
+    pub fn groups(&self) -> bool {
+        matches!(self, EngineState::WarpGroups { .. })
     }
 }
 
@@ -154,7 +176,7 @@ impl std::fmt::Display for CheckpointError {
             ),
             CheckpointError::Version(p, v) => write!(
                 f,
-                "{}: checkpoint format version {v} is not supported (this timewarp reads version {FORMAT_VERSION}{})",
+                "{}: checkpoint format version {v} is not supported (this timewarp reads versions {OLDEST_VERSION} to {FORMAT_VERSION}{})",
                 p.display(),
                 if *v > FORMAT_VERSION {
                     "; it was written by a newer timewarp"
@@ -223,7 +245,7 @@ impl Checkpoint {
             want,
         };
         let version = word(8, 4).ok_or_else(|| truncated(HEADER_LEN as u64))? as u32;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(CheckpointError::Version(p(), version));
         }
         let (Some(len), Some(hash)) = (word(12, 8), word(20, 8)) else {
@@ -285,25 +307,75 @@ impl Checkpoint {
                 s.frame(),
                 self.frame
             )),
-            EngineState::Warp(states) => {
-                let dynamic = self.scene.bodies.iter().filter(|b| !b.is_static).count();
-                if states.len() != dynamic {
-                    return Err(format!(
-                        "{} warp states for {dynamic} dynamic bodies",
-                        states.len()
-                    ));
-                }
-                if !states
-                    .iter()
-                    .all(|s| s.to_array().iter().all(|x| x.is_finite()))
-                {
-                    return Err("a saved body state is not finite".into());
-                }
-                Ok(())
+            EngineState::Warp(states) => self.check_states(states),
+            EngineState::WarpGroups { states, islands } => {
+                self.check_states(states)?;
+                check_islands(islands, states.len())
             }
             EngineState::Frame(_) => Ok(()),
         }
     }
+
+    /// The warp engine's states: one per dynamic body, finite.
+    fn check_states(&self, states: &[BodyState]) -> Result<(), String> {
+        let dynamic = self.scene.bodies.iter().filter(|b| !b.is_static).count();
+        if states.len() != dynamic {
+            return Err(format!(
+                "{} warp states for {dynamic} dynamic bodies",
+                states.len()
+            ));
+        }
+        if !states
+            .iter()
+            .all(|s| s.to_array().iter().all(|x| x.is_finite()))
+        {
+            return Err("a saved body state is not finite".into());
+        }
+        Ok(())
+    }
+}
+
+/// Islands must partition the bodies `0..bodies`, each island's bodies ascending, the islands
+/// ordered by their smallest body, and carry finite warm-start data.
+fn check_islands(islands: &[Island], bodies: usize) -> Result<(), String> {
+    let mut seen = vec![false; bodies];
+    let mut last_rep = None;
+    for isl in islands {
+        let Some(&rep) = isl.bodies.first() else {
+            return Err("an island without bodies".into());
+        };
+        if last_rep.is_some_and(|l| l >= rep) || !isl.bodies.is_sorted() {
+            return Err(format!("island {:?} is out of order", isl.bodies));
+        }
+        last_rep = Some(rep);
+        for &b in &isl.bodies {
+            match seen.get_mut(b as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(format!("body {b} is in two islands, or is not a body")),
+            }
+        }
+        let finite = isl.warm.iter().all(|(_, m)| {
+            m.normal.is_finite()
+                && m.points.iter().all(|p| {
+                    p.position.is_finite()
+                        && p.depth.is_finite()
+                        && p.normal_impulse.is_finite()
+                        && p.tangent_impulse.is_finite()
+                })
+        });
+        if !finite
+            || isl
+                .warm
+                .iter()
+                .any(|(_, m)| m.count as usize > m.points.len())
+        {
+            return Err(format!("island {:?} carries a broken contact", isl.bodies));
+        }
+    }
+    if let Some(b) = seen.iter().position(|s| !s) {
+        return Err(format!("body {b} is in no island"));
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then
@@ -398,6 +470,11 @@ impl Checkpointer {
     /// Hashes committed frame `frame` (every frame of the run, in order).
     pub fn observe(&mut self, frame: u64, time: f64, states: &[BodyState]) -> io::Result<()> {
         self.checksum.frame(frame, time, states)
+    }
+
+    /// The period of the periodic checkpoints, in frames, if any.
+    pub fn every(&self) -> Option<u64> {
+        self.every
     }
 
     /// Whether a periodic checkpoint is due at committed frame `frame`.

@@ -344,6 +344,7 @@ fn resume(args: ResumeArgs) -> Result<(), Failure> {
         seconds: Some(args.seconds.unwrap_or(saved.seconds)),
         progress: !args.quiet,
         label: saved.label.clone(),
+        groups: saved.state.groups(),
         ..RunOptions::default()
     };
     let outputs = Outputs {

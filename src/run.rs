@@ -18,6 +18,7 @@ use crate::dynamics::BodyState;
 use crate::frame::{FrameConfig, FrameEngine};
 use crate::output::{FrameSink, Progress, RunSummary};
 use crate::scene::{Scene, World};
+use crate::warp::group_rules::Island;
 
 /// Which engine runs the scene (`--engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -213,12 +214,14 @@ pub fn run_scene_with(
                 .into(),
         ));
     }
-    if options.groups && (checkpoints.is_some() || resume.is_some()) {
-        return Err(RunError::Invalid(
-            "checkpoints of warp runs with contact groups are not supported yet (a checkpoint \
-             would have to carry the groups)"
-                .into(),
-        ));
+    if let Some(r) = resume
+        && r.state.groups() != options.groups
+    {
+        return Err(RunError::Invalid(format!(
+            "the saved state is of a run with contact groups {}, this run has them {}",
+            if r.state.groups() { "on" } else { "off" },
+            if options.groups { "on" } else { "off" },
+        )));
     }
     if options.engine == EngineKind::Warp {
         return run_warp_scene(scene, options, frames, resume, sink, checkpoints);
@@ -337,13 +340,25 @@ fn run_warp_scene(
         .into_iter()
         .map(|i| i as usize)
         .collect();
-    let start_states = match resume {
-        None => None,
+    let (start_states, start_islands) = match resume {
+        None => (None, None),
         Some(Resume {
             state: EngineState::Warp(states),
             ..
-        }) => Some(states.as_slice()),
+        }) => (Some(states.as_slice()), None),
+        Some(Resume {
+            state: EngineState::WarpGroups { states, islands },
+            ..
+        }) => (Some(states.as_slice()), Some(islands.as_slice())),
         Some(_) => unreachable!("the engine kind was checked above"),
+    };
+    // The engine's state at a frame: with contact groups, the islands there too.
+    let state_at = |states: &[BodyState], islands: Option<Vec<Island>>| match islands {
+        Some(islands) => EngineState::WarpGroups {
+            states: states.to_vec(),
+            islands,
+        },
+        None => EngineState::Warp(states.to_vec()),
     };
     let config = crate::warp::WarpConfig {
         threads: options.threads,
@@ -352,42 +367,53 @@ fn run_warp_scene(
         chaos: None,
         groups: options.groups,
     };
-    // The last committed frame's states, for the final checkpoint.
-    let mut last: Vec<BodyState> = start_states.map(<[BodyState]>::to_vec).unwrap_or_default();
+    // The engine's state at the last committed frame, for the final checkpoint (with contact
+    // groups, known only at the frames whose islands the engine hands out).
+    let mut last: Option<EngineState> = resume.map(|r| r.state.clone());
+    let islands_every = ck
+        .as_deref()
+        .map(|c| c.every().map_or(0, |e| e.saturating_mul(frame_ticks)));
     let mut sink_error = None;
     let mut last_frame = first;
-    let mut out = |tick: u64, states: &[BodyState]| -> Result<(), String> {
-        let frame = tick / frame_ticks;
-        if resume.is_some() && frame == first {
-            return Ok(()); // the checkpoint's own frame: already committed and hashed
-        }
-        for (&i, s) in dynamic.iter().zip(states) {
-            all[i] = *s;
-        }
-        last_frame = frame;
-        let mut fail = |e: io::Error| {
-            let m = e.to_string();
-            sink_error = Some(e);
-            m
-        };
-        sink.frame(frame, frame as f64 * dt, &all)
-            .map_err(&mut fail)?;
-        if let Some(c) = ck.as_deref_mut() {
-            c.observe(frame, frame as f64 * dt, &all)
-                .map_err(&mut fail)?;
-            if c.due(frame) && frame < frames {
-                c.save(frame, &EngineState::Warp(states.to_vec()))
-                    .map_err(|e| fail(checkpoint_io(e)))?;
+    let mut out =
+        |tick: u64, states: &[BodyState], islands: Option<Vec<Island>>| -> Result<(), String> {
+            let frame = tick / frame_ticks;
+            if resume.is_some() && frame == first {
+                return Ok(()); // the checkpoint's own frame: already committed and hashed
             }
-            // The states of the last frame reached, for the final checkpoint.
-            last = states.to_vec();
-        }
-        progress.set(frame - first);
-        Ok(())
-    };
+            for (&i, s) in dynamic.iter().zip(states) {
+                all[i] = *s;
+            }
+            last_frame = frame;
+            let mut fail = |e: io::Error| {
+                let m = e.to_string();
+                sink_error = Some(e);
+                m
+            };
+            sink.frame(frame, frame as f64 * dt, &all)
+                .map_err(&mut fail)?;
+            if let Some(c) = ck.as_deref_mut() {
+                c.observe(frame, frame as f64 * dt, &all)
+                    .map_err(&mut fail)?;
+                let state = match (options.groups, islands) {
+                    (true, None) => None,
+                    (_, islands) => Some(state_at(states, islands)),
+                };
+                if c.due(frame) && frame < frames {
+                    let Some(state) = &state else {
+                        return Err(format!("no islands were handed out at frame {frame}"));
+                    };
+                    c.save(frame, state).map_err(|e| fail(checkpoint_io(e)))?;
+                }
+                last = state;
+            }
+            progress.set(frame - first);
+            Ok(())
+        };
     let control = crate::warp::WarpControl {
         profile: options.parallelism,
         deadline: options.time_limit.map(|l| start + l),
+        islands_every,
     };
     let result = if frames == first {
         Ok(crate::warp::WarpStats::default()) // nothing left to simulate
@@ -395,8 +421,11 @@ fn run_warp_scene(
         crate::warp::run_warp_from_with(
             scene,
             config,
-            first * frame_ticks,
-            start_states,
+            crate::warp::WarpStart {
+                tick: first * frame_ticks,
+                states: start_states,
+                islands: start_islands,
+            },
             frames * frame_ticks,
             &mut out,
             control,
@@ -409,8 +438,13 @@ fn run_warp_scene(
     };
     sink.finish().map_err(RunError::Output)?;
     if let Some(c) = ck {
-        c.save(last_frame, &EngineState::Warp(last))
-            .map_err(checkpoint_error)?;
+        let Some(state) = last else {
+            return Err(RunError::Engine(format!(
+                "no engine state to checkpoint at frame {last_frame} (the islands of that \
+                 frame were not handed out)"
+            )));
+        };
+        c.save(last_frame, &state).map_err(checkpoint_error)?;
     }
     let wall_seconds = start.elapsed().as_secs_f64();
     progress.finish();

@@ -222,6 +222,7 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
         tvht: &sh.tvht,
         gvt: &sh.gvt,
         end: sh.end,
+        islands: None,
     };
     let me = id as usize;
     // How the last turn ended (None: no turn yet).

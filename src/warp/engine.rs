@@ -60,7 +60,8 @@
 //! tests compare them with the sequential [`super::reference`].
 
 use super::entity::{Entity, EntityStats, Env, Turn};
-use super::group_rules::{contact_candidates, initial_islands};
+use super::group_rules::{Island, contact_candidates, initial_islands};
+use super::island_log::IslandLog;
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
@@ -208,6 +209,10 @@ pub struct WarpControl {
     /// Stop once this instant has passed: the frames committed by then have been handed out,
     /// and the stats say [`WarpStats::time_limited`].
     pub deadline: Option<Instant>,
+    /// With contact groups: hand out the islands of the groups alive at the last tick and at
+    /// every tick that is a multiple of this many ticks (0: the last tick only) with their
+    /// frames, for checkpoints ([`super::island_log`]). `None`: no islands.
+    pub islands_every: Option<u64>,
 }
 
 /// What the group changes made.
@@ -650,6 +655,24 @@ impl Shared<'_> {
 /// Where committed frames go: `(tick, states of the dynamic bodies)`; an error stops the run.
 pub type FrameOut<'a> = dyn FnMut(Tick, &[BodyState]) -> Result<(), String> + 'a;
 
+/// The same, with the islands of the contact groups alive at the tick (as they stand before
+/// its rules) at the ticks [`WarpControl::islands_every`] asks for.
+pub type GroupedFrameOut<'a> =
+    dyn FnMut(Tick, &[BodyState], Option<Vec<Island>>) -> Result<(), String> + 'a;
+
+/// Where a warp run starts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WarpStart<'a> {
+    /// A frame tick: 0, or a checkpoint's.
+    pub tick: Tick,
+    /// The committed states of the dynamic bodies there (`None`: the scene's initial states,
+    /// at tick 0 only).
+    pub states: Option<&'a [BodyState]>,
+    /// With contact groups, after tick 0: the islands of the groups alive there, as they
+    /// stand before its rules (from a checkpoint).
+    pub islands: Option<&'a [Island]>,
+}
+
 /// Runs `scene` for `end_tick` ticks with the warp engine, handing every committed frame
 /// (tick, states of the dynamic bodies in order) to `out` in order, the first being tick 0.
 /// Stops at the first error of `out` or of the engine.
@@ -662,32 +685,31 @@ pub fn run_warp(
     run_warp_from_with(
         scene,
         config,
-        0,
-        None,
+        WarpStart::default(),
         end_tick,
-        out,
+        &mut |t, states, _| out(t, states),
         WarpControl::default(),
     )
 }
 
-/// [`run_warp`] starting at `start_tick` (a frame tick) from `start` (the committed states of
-/// the dynamic bodies there; `None`: the scene's initial states, at tick 0 only): the first
-/// frame handed to `out` is `start_tick`'s. A checkpoint resumes this way: by the per-tick
-/// rules a committed state depends only on the states at the tick before, so the frames equal
-/// those of one run from tick 0.
+/// [`run_warp`] from `start`: the first frame handed to `out` is `start.tick`'s. A checkpoint
+/// resumes this way: by the per-tick rules a committed state depends only on the states at the
+/// tick before (and, with contact groups, on the islands there), so the frames equal those of
+/// one run from tick 0. Groups resumed at tick `k` count as born at `k - 1`: they are older
+/// than the checkpoint, and may change at `k` as the groups of the run that was cut did.
 ///
 /// `control` adds the optional controls: the parallelism estimate, a deadline.
 pub fn run_warp_from_with(
     scene: &Scene,
     config: WarpConfig,
-    start_tick: Tick,
-    start: Option<&[BodyState]>,
+    from: WarpStart<'_>,
     end_tick: Tick,
-    out: &mut FrameOut<'_>,
+    out: &mut GroupedFrameOut<'_>,
     control: WarpControl,
 ) -> Result<WarpStats, String> {
     let rules = Rules::new(scene)?;
-    let start = start.unwrap_or(&rules.initial);
+    let start_tick = from.tick;
+    let start = from.states.unwrap_or(&rules.initial);
     if start.len() != rules.bodies() || start_tick > end_tick {
         return Err(format!(
             "cannot start {} bodies from {} states at tick {start_tick} (end {end_tick})",
@@ -717,24 +739,35 @@ pub fn run_warp_from_with(
     let mut slots: Vec<Option<Entity>> = Vec::with_capacity(n);
     let mut graph = None;
     if config.groups {
-        if start_tick != 0 {
-            return Err(format!(
-                "a warp run with contact groups cannot start at tick {start_tick}: its groups \
-                 would have to come from the checkpoint (not supported yet)"
-            ));
-        }
-        let candidates = contact_candidates(&rules, start);
-        let islands = initial_islands(&rules, start, &candidates);
+        // A fresh run's groups are born at its first tick; resumed ones are older.
+        let (islands, birth) = match (start_tick, from.islands) {
+            (0, None) => {
+                let candidates = contact_candidates(&rules, start);
+                (initial_islands(&rules, start, &candidates), 0)
+            }
+            (k, Some(islands)) if k > 0 => (islands.to_vec(), k - 1),
+            (k, _) => {
+                return Err(format!(
+                    "a warp run with contact groups starts at tick 0 without islands, or \
+                     later with the islands of its checkpoint (tick {k}, islands {})",
+                    if from.islands.is_some() {
+                        "given"
+                    } else {
+                        "missing"
+                    }
+                ));
+            }
+        };
         let bodies: Vec<Vec<BodyId>> = islands.iter().map(|i| i.bodies.clone()).collect();
         graph = Some(
-            GroupGraph::with_groups(config.backend, n, start_tick, &bodies)
-                .map_err(|e| e.to_string())?,
+            GroupGraph::with_groups(config.backend, n, birth, &bodies)
+                .map_err(|e| format!("the islands to start from: {e}"))?,
         );
         slots.resize_with(n, || None);
         for isl in islands {
             let states = isl.bodies.iter().map(|&b| start[b as usize]).collect();
             let id = isl.bodies[0] as usize;
-            slots[id] = Some(Entity::group(isl, states, start_tick));
+            slots[id] = Some(Entity::group_born(isl, states, start_tick, birth));
         }
     } else {
         slots.extend((0..n).map(|i| Some(Entity::starting_at(i as BodyId, start[i], start_tick))));
@@ -746,6 +779,10 @@ pub fn run_warp_from_with(
         }
     }
     let live: Vec<usize> = (0..n).filter(|&i| slots[i].is_some()).collect();
+    let island_log = match (config.groups, control.islands_every) {
+        (true, Some(every)) => Some(IslandLog::new(every, end_tick)),
+        _ => None,
+    };
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
@@ -755,6 +792,7 @@ pub fn run_warp_from_with(
             tvht: &tvht,
             gvt: &gvt,
             end: end_tick,
+            islands: island_log.as_ref(),
         },
         scheduled: slots.iter().map(|e| AtomicBool::new(e.is_some())).collect(),
         entities: slots.into_iter().map(Mutex::new).collect(),
@@ -803,7 +841,17 @@ pub fn run_warp_from_with(
                 if t > end_tick || out_error.is_some() {
                     break;
                 }
-                if let Err(e) = out(t, &states) {
+                let islands = match &island_log {
+                    Some(log) if log.wants(t) => match log.take(t, n) {
+                        Ok(i) => Some(i),
+                        Err(e) => {
+                            shared.fail(format!("island log: {e}"));
+                            break;
+                        }
+                    },
+                    _ => None,
+                };
+                if let Err(e) = out(t, &states, islands) {
                     *out_error = Some(e);
                     shared.stop.store(true, Ordering::SeqCst);
                 }

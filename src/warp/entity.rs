@@ -62,6 +62,7 @@ use super::group_rules::{
     step_island_with,
 };
 use super::groups::components;
+use super::island_log::IslandLog;
 use super::message::{Instance, Msg};
 use super::rules::{Kick, Rules};
 use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry};
@@ -81,6 +82,9 @@ pub struct Env<'a> {
     pub gvt: &'a GvtBuffer,
     /// The last tick to simulate.
     pub end: Tick,
+    /// With contact groups and checkpoints: where a group logs its island at the ticks it
+    /// records that the log wants ([`IslandLog`]).
+    pub islands: Option<&'a IslandLog>,
 }
 
 /// Why a turn ended: what would let the entity go on.
@@ -215,8 +219,16 @@ impl Entity {
     /// The contact group `island` with its bodies at `states` (in its body order) at tick
     /// `tick`, the first tick of the run (written at its first turn).
     pub fn group(island: Island, states: Vec<BodyState>, tick: Tick) -> Entity {
+        Entity::group_born(island, states, tick, tick)
+    }
+
+    /// The same, starting at `tick` but born at `birth <= tick`: a group of a resumed run,
+    /// which may change at `tick` (a group never changes at its birth tick).
+    pub fn group_born(island: Island, states: Vec<BodyState>, tick: Tick, birth: Tick) -> Entity {
         let bodies = island.bodies.clone();
-        Entity::make(bodies, true, tick, states, vec![island])
+        let mut e = Entity::make(bodies, true, tick, states, vec![island]);
+        e.birth = birth.min(tick);
+        e
     }
 
     fn make(
@@ -519,6 +531,9 @@ impl Entity {
             env.gvt
                 .unrecord_ticks(r + 1..self.recorded, &self.bodies)
                 .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+            if let (Some(log), true) = (env.islands, self.grouped) {
+                log.take_back(self.id, r + 1..self.recorded);
+            }
             self.recorded = r + 1;
         }
         let keep = self.at(r) + self.bodies.len();
@@ -924,6 +939,16 @@ impl Entity {
                     .iter()
                     .enumerate()
                     .map(|(j, &b)| (b, self.states[i + j])),
+            );
+        }
+        // Logged before the record: the record may commit a tick, and the output takes the
+        // islands of a committed tick at once.
+        if let (Some(log), true) = (env.islands, self.grouped) {
+            log.put(
+                self.id,
+                (first..=lim)
+                    .filter(|&t| log.wants(t))
+                    .map(|t| (t, Arc::clone(&self.islands[(t - self.base) as usize]))),
             );
         }
         let ticks: Vec<&[(BodyId, BodyState)]> = records.chunks(nb).collect();

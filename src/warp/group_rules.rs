@@ -98,8 +98,9 @@ pub const STATIC_SIDE: u32 = 1 << 31;
 /// A contact kept by a group: `(body, other)` with `body < other` for two dynamic bodies.
 pub type PairKey = (BodyId, u32);
 
-/// A contact group: its bodies and what it carries from tick to tick besides their states.
-#[derive(Clone, Debug, PartialEq)]
+/// A contact group: its bodies and what it carries from tick to tick besides their states
+/// (saved in checkpoints, floats as their bits).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Island {
     /// Ascending.
     pub bodies: Vec<BodyId>,

@@ -31,6 +31,8 @@
 //!   frames out.
 //! - [`profile`]: the parallelism estimate: each task's time and what it waited for; work,
 //!   span and the speedup bounds they give.
+//! - [`island_log`]: the contact groups at checkpoint ticks, logged as entities record them
+//!   and taken back as they unrecord, for a checkpoint of a run with contact groups.
 //! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
 
 pub mod announcements;
@@ -39,6 +41,7 @@ pub mod entity;
 pub mod group_rules;
 pub mod groups;
 pub mod gvt;
+pub mod island_log;
 pub mod message;
 pub mod profile;
 pub mod reference;
@@ -53,7 +56,9 @@ pub type EntityId = u32;
 pub type BodyId = u32;
 
 pub use announcements::Announcements;
-pub use engine::{WarpConfig, WarpControl, WarpStats, run_warp, run_warp_from_with};
+pub use engine::{
+    GroupedFrameOut, WarpConfig, WarpControl, WarpStart, WarpStats, run_warp, run_warp_from_with,
+};
 pub use groups::{Group, GroupError, GroupGraph, GroupId, NewGroup, Undo};
 pub use gvt::{GvtBuffer, GvtConfig, GvtError};
 pub use profile::Parallelism;
