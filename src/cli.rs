@@ -14,8 +14,9 @@
 //!
 //! `SCENE` is a path when it ends in `.toml`, contains a path separator or names an existing
 //! file, and a built-in name otherwise; without one, `run` plays `cylinders` (200 spheres,
-//! 10 s). `--bodies` resizes a built-in (an error for files), `--seconds` overrides
-//! `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
+//! 10 s). The engine is the warp engine unless `--engine frame`; with it, contact groups are
+//! on unless `--groups off` (the paper's method alone: every body its own entity). `--bodies`
+//! resizes a built-in (an error for files), `--seconds` overrides `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
 //! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
 //! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file.
 //!
@@ -133,8 +134,8 @@ struct RunArgs {
     /// Simulated seconds (default: the scene's world.seconds)
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = parse_seconds)]
     seconds: Option<f64>,
-    /// Engine: the timewarp engine or the frame-centric baseline
-    #[arg(long, value_enum, default_value_t = EngineKind::Frame)]
+    /// Engine: the timewarp engine (the default) or the frame-centric baseline
+    #[arg(long, value_enum, default_value_t = EngineKind::Warp)]
     engine: EngineKind,
     /// Worker threads (default: the available parallelism)
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
@@ -157,9 +158,9 @@ struct RunArgs {
     #[arg(long)]
     parallelism: bool,
     /// Warp engine: contact groups (bodies in slow, lasting contact simulated as one island
-    /// entity that fuses, splits and sleeps)
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Toggle::Off)]
-    groups: Toggle,
+    /// entity that fuses, splits and sleeps) [default: on with the warp engine]
+    #[arg(long, value_enum, value_name = "on|off")]
+    groups: Option<Toggle>,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
 }
@@ -324,7 +325,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         label,
         parallelism: args.parallelism,
         time_limit: None,
-        groups: args.groups == Toggle::On,
+        // On by default with the warp engine; asking for them with the frame engine is an
+        // error (`run::check_options`), which always solves and sleeps by islands.
+        groups: match args.groups {
+            Some(t) => t == Toggle::On,
+            None => args.engine == EngineKind::Warp,
+        },
     };
     let outputs = Outputs {
         out: args.out.as_deref(),

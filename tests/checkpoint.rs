@@ -74,18 +74,30 @@ fn backends() -> Vec<&'static str> {
     b
 }
 
-/// `--bodies N --engine E --threads 2 --backend B` with the first backend of this build.
-fn engine_args(bodies: &'static str, engine: &'static str) -> [&'static str; 8] {
-    [
+/// `--bodies N --threads 2 --backend B` (the first backend of this build) and the engine:
+/// `frame`, `warp` (contact groups off) or `warp+groups`.
+fn engine_args(bodies: &'static str, engine: &'static str) -> Vec<&'static str> {
+    let mut a = vec![
         "--bodies",
         bodies,
-        "--engine",
-        engine,
         "--threads",
         "2",
         "--backend",
         backends()[0],
-    ]
+    ];
+    a.extend(engine_flags(engine));
+    a
+}
+
+/// The flags that pick `engine`: `frame`, `warp` (contact groups off: the run's default is on)
+/// or `warp+groups`.
+fn engine_flags(engine: &str) -> Vec<&'static str> {
+    match engine {
+        "frame" => vec!["--engine", "frame"],
+        "warp" => vec!["--engine", "warp", "--groups", "off"],
+        "warp+groups" => vec!["--engine", "warp", "--groups", "on"],
+        e => panic!("no engine {e}"),
+    }
 }
 
 /// For `engine` (`frame`, `warp`, or `warp+groups`: the warp engine with contact groups) on
@@ -106,10 +118,7 @@ fn round_trip(
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut common = vec!["--bodies", bodies, "--backend", backend];
-    match engine {
-        "warp+groups" => common.extend(["--engine", "warp", "--groups", "on"]),
-        e => common.extend(["--engine", e]),
-    }
+    common.extend(engine_flags(engine));
     let mut full_args = vec!["run", scene, "--seconds", total, "--threads", "1"];
     full_args.extend(&common);
     full_args.extend(["--checksum", "-q"]);
@@ -309,14 +318,14 @@ fn resuming_with_groups_against_the_checkpoint_is_one_clear_error() {
 fn chained_resumes_and_the_resumed_csv_continue_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    for engine in ["frame", "warp"] {
+    for engine in ["frame", "warp", "warp+groups"] {
         let base = engine_args("12", engine);
         let mut full = vec!["run", "cylinders", "--seconds", "1", "--out", "full.csv"];
-        full.extend(base);
+        full.extend(&base);
         full.extend(["--checksum", "-q"]);
         let want = checksum(&ok(&full, d));
         let mut first = vec!["run", "cylinders", "--seconds", "0.3", "--out", "a.csv"];
-        first.extend(base);
+        first.extend(&base);
         first.extend(["--checkpoint", "1.ck", "-q"]);
         ok(&first, d);
         // Resume to 0.7 s writing a new checkpoint, then from that one to 1 s.
@@ -478,10 +487,10 @@ fn periodic_checkpoints_survive_a_failed_run_and_resume_exactly() {
 fn checkpoint_every_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    for engine in ["frame", "warp"] {
+    for engine in ["frame", "warp", "warp+groups"] {
         let args = engine_args("10", engine);
         let mut full = vec!["run", "bouncing", "--seconds", "1"];
-        full.extend(args);
+        full.extend(&args);
         full.extend(["--checksum", "-q"]);
         let want = checksum(&ok(&full, d));
         let mut every = vec!["run", "bouncing", "--seconds", "0.5"];
@@ -608,6 +617,8 @@ fn valid_checkpoint(dir: &Path) -> (PathBuf, Vec<u8>) {
             "0.1",
             "--engine",
             "warp",
+            "--groups",
+            "off",
             "--backend",
             backends()[0],
             "--checkpoint",
@@ -686,6 +697,37 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         &["resume", "unfit.ck"],
         d,
         &["unfit.ck", "5 warp states for 6 dynamic bodies"],
+    );
+    // With contact groups: islands that do not partition the bodies.
+    ok(
+        &[
+            "run",
+            "bouncing",
+            "--bodies",
+            "6",
+            "--seconds",
+            "0.1",
+            "--checkpoint",
+            "groups.ck",
+            "-q",
+        ],
+        d,
+    );
+    let mut c = Checkpoint::read(&d.join("groups.ck")).unwrap();
+    let EngineState::WarpGroups { islands, .. } = &mut c.state else {
+        panic!("the default run (warp engine, contact groups on) saves its islands");
+    };
+    let last = islands.last_mut().unwrap();
+    let lost = if last.bodies.len() > 1 {
+        last.bodies.pop().unwrap()
+    } else {
+        islands.pop().unwrap().bodies[0]
+    };
+    put("islands.ck", &c.encode().unwrap());
+    fails(
+        &["resume", "islands.ck"],
+        d,
+        &["islands.ck", &format!("body {lost} is in no island")],
     );
 
     // Resuming to a time before the checkpoint.

@@ -424,15 +424,43 @@ fn a_closed_stdout_is_not_an_error() {
 }
 
 #[test]
-fn the_default_run_is_cylinders_with_200_spheres() {
+fn the_default_run_is_cylinders_with_200_spheres_in_the_warp_engine_with_groups() {
     let dir = tempfile::tempdir().unwrap();
     let out = timewarp(&["run", "--seconds", "0.05"], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("run: cylinders, 206 bodies (200 dynamic), frame engine"),
+        stdout.contains("run: cylinders, 206 bodies (200 dynamic), warp engine"),
         "{stdout}"
     );
+    assert!(stdout.contains("contact groups: "), "{stdout}");
+    // `--groups off`: the warp engine without them (no groups line); the frame engine takes
+    // no groups by default, and refuses them when asked.
+    let off = text(&timewarp(&["run", "--seconds", "0.05", "--groups", "off"], dir.path()).stdout);
+    assert!(
+        off.contains("warp engine") && !off.contains("contact groups"),
+        "{off}"
+    );
+    let frame = timewarp(
+        &["run", "--seconds", "0.05", "--engine", "frame"],
+        dir.path(),
+    );
+    assert!(frame.status.success(), "{}", text(&frame.stderr));
+    assert!(text(&frame.stdout).contains("frame engine"));
+    let both = timewarp(
+        &[
+            "run",
+            "--seconds",
+            "0.05",
+            "--engine",
+            "frame",
+            "--groups",
+            "on",
+        ],
+        dir.path(),
+    );
+    assert_eq!(both.status.code(), Some(2));
+    assert!(text(&both.stderr).contains("warp engine option"));
 }
 
 #[test]
