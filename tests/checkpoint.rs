@@ -605,29 +605,28 @@ fn an_atomic_write_that_fails_leaves_no_temporary() {
     assert_eq!(files_in(dir.path()).len(), 2);
 }
 
-/// Writes a valid checkpoint of a short warp run into `dir` and returns its path and bytes.
+/// Writes a valid checkpoint of a short warp run without contact groups into `dir` and
+/// returns its path and bytes.
 fn valid_checkpoint(dir: &Path) -> (PathBuf, Vec<u8>) {
-    ok(
-        &[
-            "run",
-            "bouncing",
-            "--bodies",
-            "6",
-            "--seconds",
-            "0.1",
-            "--engine",
-            "warp",
-            "--groups",
-            "off",
-            "--backend",
-            backends()[0],
-            "--checkpoint",
-            "good.ck",
-            "-q",
-        ],
-        dir,
-    );
-    let path = dir.join("good.ck");
+    warp_checkpoint(dir, "good.ck", "off")
+}
+
+/// Writes a checkpoint `name` of a short warp run (`bouncing` 6, 0.1 s) into `dir`, with
+/// contact groups `on` or `off`, and returns its path and bytes.
+fn warp_checkpoint(dir: &Path, name: &str, groups: &str) -> (PathBuf, Vec<u8>) {
+    let mut args = vec![
+        "run",
+        "bouncing",
+        "--seconds",
+        "0.1",
+        "--checkpoint",
+        name,
+        "-q",
+    ];
+    args.extend(["--bodies", "6", "--engine", "warp", "--groups", groups]);
+    args.extend(["--backend", backends()[0]]);
+    ok(&args, dir);
+    let path = dir.join(name);
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
 }
@@ -699,23 +698,10 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         &["unfit.ck", "5 warp states for 6 dynamic bodies"],
     );
     // With contact groups: islands that do not partition the bodies.
-    ok(
-        &[
-            "run",
-            "bouncing",
-            "--bodies",
-            "6",
-            "--seconds",
-            "0.1",
-            "--checkpoint",
-            "groups.ck",
-            "-q",
-        ],
-        d,
-    );
+    warp_checkpoint(d, "groups.ck", "on");
     let mut c = Checkpoint::read(&d.join("groups.ck")).unwrap();
     let EngineState::WarpGroups { islands, .. } = &mut c.state else {
-        panic!("the default run (warp engine, contact groups on) saves its islands");
+        panic!("a run with contact groups saves its islands");
     };
     let last = islands.last_mut().unwrap();
     let lost = if last.bodies.len() > 1 {
