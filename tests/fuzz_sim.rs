@@ -9,7 +9,9 @@
 //! - by the frame engine, which must keep its invariants (`FrameEngine::validate`) after every
 //!   frame;
 //! - by the warp engine (1 to 3 threads, any compiled backend, a random window), whose committed
-//!   frames must equal the sequential reference (`timewarp::warp::reference`) bit for bit.
+//!   frames must equal the sequential reference (`timewarp::warp::reference`) bit for bit;
+//!   without contact groups against `reference_frames`, and with them (the default of `timewarp
+//!   run`) against `grouped_reference`.
 //!
 //! In both, every number of every committed frame must be finite: no panic, no NaN, no
 //! infinity. Sizes and speeds span the ranges a user may plausibly write (millimetres to metres,
@@ -28,7 +30,7 @@ use timewarp::dynamics::BodyState;
 use timewarp::frame::{FrameConfig, FrameEngine};
 use timewarp::scene::{BodySpec, Scene, SceneBuilder};
 use timewarp::sync::Backend;
-use timewarp::warp::reference::reference_frames;
+use timewarp::warp::reference::{grouped_reference, reference_frames};
 use timewarp::warp::rules::Rules;
 use timewarp::warp::{WarpConfig, run_warp};
 
@@ -220,21 +222,46 @@ fn simulate(
     for (f, states) in want.iter().enumerate() {
         finite("warp reference", f, states)?;
     }
-    let config = WarpConfig {
+    let backend = Backend::COMPILED[backend % Backend::COMPILED.len()];
+    let config = |groups| WarpConfig {
         threads,
-        backend: Backend::COMPILED[backend % Backend::COMPILED.len()],
+        backend,
         window: Some(window),
         chaos: None,
-        groups: false,
+        groups,
     };
+    warp_equals(&scene, config(false), end, &want)?;
+
+    // With contact groups, against the grouped reference.
+    let grouped = grouped_reference(&rules, ft, end)
+        .map_err(|m| TestCaseError::fail(format!("grouped reference: {m}")))?;
+    for (f, states) in grouped.frames.iter().enumerate() {
+        finite("grouped reference", f, states)?;
+    }
+    warp_equals(&scene, config(true), end, &grouped.frames)
+}
+
+/// Runs the warp engine with `config` to `end` and checks its committed frames against `want`,
+/// bit for bit, and that every number is finite.
+fn warp_equals(
+    scene: &Scene,
+    config: WarpConfig,
+    end: u64,
+    want: &[Vec<BodyState>],
+) -> Result<(), TestCaseError> {
     let mut got: Vec<Vec<BodyState>> = Vec::new();
-    run_warp(&scene, config, end, &mut |_, states| {
+    run_warp(scene, config, end, &mut |_, states| {
         got.push(states.to_vec());
         Ok(())
     })
-    .map_err(|m| TestCaseError::fail(format!("warp engine: {m}")))?;
-    prop_assert_eq!(got.len(), want.len(), "warp: committed frame count");
-    for (f, (g, w)) in got.iter().zip(&want).enumerate() {
+    .map_err(|m| TestCaseError::fail(format!("warp engine {config:?}: {m}")))?;
+    prop_assert_eq!(
+        got.len(),
+        want.len(),
+        "warp {:?}: committed frame count",
+        config
+    );
+    for (f, (g, w)) in got.iter().zip(want).enumerate() {
         finite("warp", f, g)?;
         let bits = |s: &[BodyState]| -> Vec<[u32; 13]> {
             s.iter().map(|x| x.to_array().map(f32::to_bits)).collect()

@@ -17,9 +17,10 @@
 //!
 //! After the substeps a *restitution* pass gives each point that was hit faster than
 //! `restitution_threshold` the impulse that makes its separation speed `e` times its approach
-//! speed. The approach speed is measured at the last substep before the point first pushes (rather
-//! than at the start of the frame as in Box2D), so a ball bouncing on the ground keeps `e²` of its
-//! height to within a substep of gravity. The current separation of a point is tracked without
+//! speed. The approach speed is measured at the start of the last substep before the point first
+//! pushes, before that substep's warm start (rather than at the start of the frame as in Box2D),
+//! so a ball bouncing on the ground keeps `e²` of its height to within a substep of gravity, and
+//! the impulses a persistent contact carries over do not count as an impact on its neighbours. The current separation of a point is tracked without
 //! re-running the narrow phase from each body's position and rotation change since the frame began
 //! (`dp`, `dq`) and the anchors `r_A`, `r_B` fixed at preparation.
 //!
@@ -459,6 +460,33 @@ fn row_apply(a: &mut Vel, b: &mut Vel, rows: &Rows, k: usize, d: Vec3A, lambda: 
     b.w += rows.kb[k] * lambda;
 }
 
+/// The approach speed for restitution of every point that has not pushed yet this frame: its
+/// normal speed now, at the start of a substep, before the warm start. (Measured after the warm
+/// start, a persistent contact took the velocity that its neighbours' carried impulses gave for
+/// an impact: a sphere wedged between two nearly opposite planes then bounced off each in turn
+/// with ever larger carried impulses, its speed growing 80-fold per frame under contact groups,
+/// whose island steps one substep per tick. Found by `tests/fuzz_sim.rs`.)
+fn approach_speeds(
+    bodies: &[SolverBody],
+    constraints: &[ContactConstraint],
+    points: &mut [ConstraintPoint],
+) {
+    for c in constraints {
+        let a = Vel::load(&bodies[c.body_a as usize]);
+        let b = Vel::load(&bodies[c.body_b as usize]);
+        let n = c.normal;
+        for cp in &mut points[range(c)] {
+            if cp.max_normal_impulse == 0.0 {
+                cp.relative_velocity = if c.round {
+                    n.dot(b.v - a.v)
+                } else {
+                    row_velocity(&a, &b, &cp.rows, 0, n)
+                };
+            }
+        }
+    }
+}
+
 fn warm_start(
     bodies: &mut [SolverBody],
     constraints: &[ContactConstraint],
@@ -513,17 +541,8 @@ fn soft_terms(
 
 /// The accumulated, clamped normal impulse update; returns the increment.
 #[inline]
-fn normal_increment(
-    cp: &mut ConstraintPoint,
-    vn: f32,
-    terms: (f32, f32, f32),
-    use_bias: bool,
-) -> f32 {
+fn normal_increment(cp: &mut ConstraintPoint, vn: f32, terms: (f32, f32, f32)) -> f32 {
     let (bias, mass_scale, impulse_scale) = terms;
-    // The approach speed for restitution: the last one seen before the point first pushed.
-    if use_bias && cp.max_normal_impulse == 0.0 {
-        cp.relative_velocity = vn;
-    }
     let impulse = -cp.normal_mass * mass_scale * (vn + bias) - impulse_scale * cp.normal_impulse;
     let new = (cp.normal_impulse + impulse).max(0.0);
     let delta = new - cp.normal_impulse;
@@ -578,7 +597,7 @@ fn solve(
             let s = n.dot(dp + (pb - pa)) + cp.base_separation;
             let terms = soft_terms(s, inv_h, &c.softness, params.max_push_velocity, use_bias);
             let vn = row_velocity(&a, &b, &cp.rows, 0, n);
-            let delta = normal_increment(cp, vn, terms, use_bias);
+            let delta = normal_increment(cp, vn, terms);
             row_apply(&mut a, &mut b, &cp.rows, 0, n, delta);
         }
         // Friction: both tangent directions together, clamped to the Coulomb disc.
@@ -617,7 +636,7 @@ fn solve_round(
         let s = n.dot(dp + (rb - ra)) + cp.base_separation;
         let terms = soft_terms(s, inv_h, &c.softness, params.max_push_velocity, use_bias);
         let vn = n.dot(vb - va);
-        let delta = normal_increment(cp, vn, terms, use_bias);
+        let delta = normal_increment(cp, vn, terms);
         let p = n * delta;
         va -= p * ma;
         vb += p * mb;
@@ -778,6 +797,7 @@ pub fn solve_island(
                 }
             }
         }
+        approach_speeds(bodies, constraints, points);
         warm_start(bodies, constraints, points);
         solve(bodies, constraints, points, inv_h, params, true);
         if !rolling.is_empty() {
