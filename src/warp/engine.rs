@@ -698,7 +698,8 @@ pub fn run_warp(
 /// one run from tick 0. Groups resumed at tick `k` count as born at `k - 1`: they are older
 /// than the checkpoint, and may change at `k` as the groups of the run that was cut did.
 ///
-/// `control` adds the optional controls: the parallelism estimate, a deadline.
+/// `control` adds the optional controls: the parallelism estimate, a deadline, the islands to
+/// hand out with the frames a checkpoint may be taken at.
 pub fn run_warp_from_with(
     scene: &Scene,
     config: WarpConfig,
