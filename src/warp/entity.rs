@@ -179,7 +179,10 @@ pub struct Entity {
     /// Collisions known at ticks `base ..= lvt`.
     contacts: BTreeMap<ContactKey, Contact>,
     /// Messages sent and not acked yet, ordered by tick.
-    pending: BTreeSet<(Instance, Kind)>,
+    /// Each with the body it was sent from: its ack comes back addressed to that body, which
+    /// tells which new group waits for it when this one splits (an instance may join two of
+    /// this group's own bodies, sent while they were in different groups).
+    pending: BTreeSet<(Instance, Kind, BodyId)>,
     /// Ticks `< recorded` are recorded in the GVT buffer.
     recorded: Tick,
     /// How far past the GVT this entity speculates now (`1 ..= window`): halved by every
@@ -429,12 +432,12 @@ impl Entity {
                 send(other, Msg::EventAck(inst));
             }
             Msg::EventAck(inst) => {
-                self.pending.remove(&(inst, Kind::Event));
+                self.pending.remove(&(inst, Kind::Event, me));
             }
             Msg::Antievent(inst) => {
                 let t = inst.tick;
                 let other = inst.other(me);
-                self.pending.remove(&(inst, Kind::Event));
+                self.pending.remove(&(inst, Kind::Event, me));
                 let key = ContactKey {
                     tick: t,
                     a: inst.a,
@@ -453,7 +456,7 @@ impl Entity {
                 send(other, Msg::AntieventAck(inst));
             }
             Msg::AntieventAck(inst) => {
-                self.pending.remove(&(inst, Kind::Antievent));
+                self.pending.remove(&(inst, Kind::Antievent, me));
             }
         }
         Ok(())
@@ -513,14 +516,14 @@ impl Entity {
         }
         for c in &gone {
             let inst = Instance::of(c);
-            self.pending.remove(&(inst, Kind::Event));
+            let (mine, other) = (self.sides(c).0.body, self.sides(c).1.body);
+            self.pending.remove(&(inst, Kind::Event, mine));
             if env
                 .rules
                 .in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
             {
-                let other = self.sides(c).1.body;
                 send(other, Msg::Antievent(inst));
-                self.pending.insert((inst, Kind::Antievent));
+                self.pending.insert((inst, Kind::Antievent, mine));
                 self.stats.antievents += 1;
             }
         }
@@ -898,9 +901,9 @@ impl Entity {
                 continue;
             }
             let inst = Instance::of(c);
-            let other = self.sides(c).1.body;
+            let (mine, other) = (self.sides(c).0.body, self.sides(c).1.body);
             self.contacts.insert(c.key(), *c);
-            self.pending.insert((inst, Kind::Event));
+            self.pending.insert((inst, Kind::Event, mine));
             send(other, Msg::Event(*c));
             self.stats.events += 1;
         }
@@ -922,7 +925,7 @@ impl Entity {
         };
         #[cfg(not(timewarp_broken))]
         let pending = self.pending.first();
-        if let Some((first, _)) = pending {
+        if let Some((first, _, _)) = pending {
             if first.tick == 0 {
                 return Ok(());
             }
@@ -1112,11 +1115,13 @@ impl Entity {
                     kids[group_of(mine)].contacts.insert(c.key(), *c);
                 }
             }
-            for &(inst, kind) in &p.pending {
-                let g = holder(inst.a)
-                    .or_else(|| holder(inst.b))
-                    .expect("a message about a contact of this entity");
-                kids[g].pending.insert((inst, kind));
+            // A message waits for its ack in the group of the body it was sent from: the ack
+            // comes back addressed to that body. (Taking either body of the instance sent the
+            // ack of one joining two of this group's bodies to the other group, and the one
+            // that waited never recorded again.)
+            for &(inst, kind, from) in &p.pending {
+                let g = holder(from).expect("a message sent from a body of this entity");
+                kids[g].pending.insert((inst, kind, from));
             }
             for &b in &p.bodies {
                 let k = &mut kids[group_of(b)];
