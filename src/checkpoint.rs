@@ -71,7 +71,7 @@ use crate::frame::FrameSnapshot;
 use crate::output::{Checksum, FNV_OFFSET, FNV_PRIME, FrameSink};
 use crate::run::EngineKind;
 use crate::scene::Scene;
-use crate::warp::group_rules::Island;
+use crate::warp::group_rules::{Island, check_partition};
 
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
@@ -338,7 +338,6 @@ impl Checkpoint {
 /// Islands must partition the bodies `0..bodies`, each island's bodies ascending, the islands
 /// ordered by their smallest body, and carry finite warm-start data.
 fn check_islands(islands: &[Island], bodies: usize) -> Result<(), String> {
-    let mut seen = vec![false; bodies];
     let mut last_rep = None;
     for isl in islands {
         let Some(&rep) = isl.bodies.first() else {
@@ -348,12 +347,6 @@ fn check_islands(islands: &[Island], bodies: usize) -> Result<(), String> {
             return Err(format!("island {:?} is out of order", isl.bodies));
         }
         last_rep = Some(rep);
-        for &b in &isl.bodies {
-            match seen.get_mut(b as usize) {
-                Some(s) if !*s => *s = true,
-                _ => return Err(format!("body {b} is in two islands, or is not a body")),
-            }
-        }
         let finite = isl.warm.iter().all(|(_, m)| {
             m.normal.is_finite()
                 && m.points.iter().all(|p| {
@@ -372,10 +365,7 @@ fn check_islands(islands: &[Island], bodies: usize) -> Result<(), String> {
             return Err(format!("island {:?} carries a broken contact", isl.bodies));
         }
     }
-    if let Some(b) = seen.iter().position(|s| !s) {
-        return Err(format!("body {b} is in no island"));
-    }
-    Ok(())
+    check_partition(islands, bodies)
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then

@@ -516,7 +516,8 @@ impl Entity {
         }
         for c in &gone {
             let inst = Instance::of(c);
-            let (mine, other) = (self.sides(c).0.body, self.sides(c).1.body);
+            let (mine, other) = self.sides(c);
+            let (mine, other) = (mine.body, other.body);
             self.pending.remove(&(inst, Kind::Event, mine));
             if env
                 .rules
@@ -901,7 +902,8 @@ impl Entity {
                 continue;
             }
             let inst = Instance::of(c);
-            let (mine, other) = (self.sides(c).0.body, self.sides(c).1.body);
+            let (mine, other) = self.sides(c);
+            let (mine, other) = (mine.body, other.body);
             self.contacts.insert(c.key(), *c);
             self.pending.insert((inst, Kind::Event, mine));
             send(other, Msg::Event(*c));

@@ -402,6 +402,28 @@ pub fn contact_candidates(rules: &Rules, states: &[BodyState]) -> Vec<(usize, us
     overlapping_pairs(&boxes)
 }
 
+/// Checks that `islands` partition the bodies `0..bodies`: every body in exactly one of them.
+/// (Checkpoints and the island log both hand islands over that a run will start from.)
+pub fn check_partition<'a>(
+    islands: impl IntoIterator<Item = &'a Island>,
+    bodies: usize,
+) -> Result<(), String> {
+    let mut seen = vec![false; bodies];
+    for isl in islands {
+        for &b in &isl.bodies {
+            match seen.get_mut(b as usize) {
+                Some(s) if !*s => *s = true,
+                Some(_) => return Err(format!("body {b} is in two islands")),
+                None => return Err(format!("body {b} is not a body of the scene")),
+            }
+        }
+    }
+    match seen.iter().position(|s| !s) {
+        Some(b) => Err(format!("body {b} is in no island")),
+        None => Ok(()),
+    }
+}
+
 /// The groups at the first tick of a fresh run: the single bodies fused by rule 2 (`candidates`
 /// as for [`regroup`]).
 pub fn initial_islands(

@@ -22,7 +22,7 @@
 //! tick costs nothing. One mutex guards it, taken for a moment by a record or a rollback
 //! (never while holding another lock that someone takes after it: no cycle, no deadlock).
 
-use super::group_rules::Island;
+use super::group_rules::{Island, check_partition};
 use super::{BodyId, Tick};
 use crate::primitive::Mutex;
 use std::collections::BTreeMap;
@@ -82,24 +82,14 @@ impl IslandLog {
             *at = rest;
             groups
         };
-        let mut seen = vec![false; bodies];
-        for (&rep, isl) in &groups {
-            if isl.bodies.first() != Some(&rep) {
-                return Err(format!(
-                    "the island logged at tick {t} for body {rep} holds {:?}",
-                    isl.bodies
-                ));
-            }
-            for &b in &isl.bodies {
-                match seen.get_mut(b as usize) {
-                    Some(s) if !*s => *s = true,
-                    _ => return Err(format!("body {b} is in two islands logged at tick {t}")),
-                }
-            }
+        if let Some((rep, isl)) = groups.iter().find(|(r, i)| i.bodies.first() != Some(r)) {
+            return Err(format!(
+                "the island logged at tick {t} for body {rep} holds {:?}",
+                isl.bodies
+            ));
         }
-        if let Some(b) = seen.iter().position(|s| !s) {
-            return Err(format!("body {b} is in no island logged at tick {t}"));
-        }
+        check_partition(groups.values().map(|i| &**i), bodies)
+            .map_err(|e| format!("islands logged at tick {t}: {e}"))?;
         Ok(groups.into_values().map(Arc::unwrap_or_clone).collect())
     }
 }
