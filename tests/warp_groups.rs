@@ -13,7 +13,7 @@ use timewarp::scene::{BodyDesc, Scene};
 use timewarp::sync::Backend;
 use timewarp::warp::reference::{GroupedRun, grouped_reference};
 use timewarp::warp::rules::Rules;
-use timewarp::warp::{Tick, WarpConfig, run_warp};
+use timewarp::warp::{Tick, WarpConfig, WarpStats, run_warp};
 
 #[path = "support/bodies.rs"]
 mod bodies;
@@ -43,6 +43,17 @@ struct Checked {
 
 /// [`check`] on a whole scene.
 fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]) -> Checked {
+    check_scene_with(name, scene, seconds, configs, |_| {})
+}
+
+/// [`check_scene`], handing each warp run's statistics to `seen`.
+fn check_scene_with(
+    name: &str,
+    scene: &Scene,
+    seconds: f64,
+    configs: &[(usize, u64)],
+    mut seen: impl FnMut(&WarpStats),
+) -> Checked {
     let rules = Rules::new(scene).unwrap();
     let tps = u64::from(scene.world.ticks_per_second);
     let ft = u64::from(scene.world.frame_ticks);
@@ -85,6 +96,7 @@ fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]
             let asleep = run.islands.iter().filter(|i| i.asleep).count() as u64;
             assert_eq!(stats.sleeping_groups, asleep, "{name} {config:?}");
             eprintln!("{name} {backend:?} threads {threads} window {window}: {stats:?}");
+            seen(&stats);
             naps += stats.naps;
             nap_cuts += stats.nap_cuts;
         }
@@ -158,20 +170,82 @@ fn chaotic_schedules_commit_the_grouped_reference() {
     let rules = Rules::new(&scene).unwrap();
     let end = 96 * 16;
     let want = bits(&grouped_reference(&rules, 16, end).unwrap().frames);
-    for seed in 0..5 {
-        let config = WarpConfig {
-            threads: 16,
-            backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
-            window: Some(64),
-            chaos: Some(seed),
-            groups: true,
-        };
-        let (got, stats) = warp_frames(&scene, config, end);
-        assert!(
-            bits(&got) == want,
-            "chaos seed {seed}: frames differ ({stats:?})"
-        );
+    for stats in chaos_runs(&scene, &want, (16, 64), 0..5) {
         assert!(stats.fusions > 0);
+    }
+}
+
+/// Runs `scene` under chaos seeds `seeds` with (threads, window) `config`, the backends in
+/// turn, and checks each run's committed frames against `want`; returns each run's statistics.
+fn chaos_runs(
+    scene: &Scene,
+    want: &[Vec<[u32; 13]>],
+    (threads, window): (usize, u64),
+    seeds: std::ops::Range<u64>,
+) -> Vec<WarpStats> {
+    let end = (want.len() as u64 - 1) * u64::from(scene.world.frame_ticks);
+    seeds
+        .map(|seed| {
+            let config = WarpConfig {
+                threads,
+                backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
+                window: Some(window),
+                chaos: Some(seed),
+                groups: true,
+            };
+            let (got, stats) = warp_frames(scene, config, end);
+            assert!(
+                bits(&got) == want,
+                "chaos seed {seed}: frames differ ({stats:?})"
+            );
+            stats
+        })
+        .collect()
+}
+
+/// Rollback across fusion and fission: a group whose step finds it must change at its LVT
+/// `t` less than `SPECULATION_LEAD` ticks ahead of the GVT changes at once, before `t` is
+/// committed, when every group it fuses with there has recorded `t`; a message that later
+/// reaches one of the new groups at or before their birth undoes the change (the island graph
+/// rolls back, the new groups take back what they did, their parents live again) and the
+/// parents go on from there. `avalanche` 300 for 2 s, where this happens dozens of times a run:
+/// the committed frames and changes equal the grouped reference, with 2 and with 16 workers,
+/// under every backend (the island graph is validated at the end of each run), and fusions as
+/// well as fissions were undone.
+#[test]
+fn speculative_changes_undone_commit_the_grouped_reference() {
+    use timewarp::scene::builtin;
+    let scene = builtin("avalanche", Some(300)).unwrap();
+    let mut seen = [0; 4];
+    let c = check_scene_with("avalanche 300", &scene, 2.0, &[(2, 256), (16, 256)], |w| {
+        for (n, x) in seen.iter_mut().zip([
+            w.speculative_changes,
+            w.rollbacks_across_changes,
+            w.fusions_undone,
+            w.fissions_undone,
+        ]) {
+            *n += x;
+        }
+    });
+    let [speculative, rollbacks, fusions, fissions] = seen;
+    eprintln!(
+        "avalanche 300: {} changes a run; in all runs {speculative} made before their tick was \
+         committed, {rollbacks} rollbacks across them undoing {fusions} fusions and {fissions} \
+         fissions",
+        c.run.changes.len()
+    );
+    assert!(
+        speculative > 0,
+        "no change was made before its tick was committed"
+    );
+    assert!(fusions > 0, "no speculative fusion was undone");
+    assert!(fissions > 0, "no speculative fission was undone");
+    // And under chaotic schedules (32 workers, random yields, sleeps and deferred tasks).
+    for stats in chaos_runs(&scene, &bits(&c.run.frames), (32, 256), 0..2) {
+        eprintln!(
+            "avalanche 300, chaotic schedule: {} rollbacks across group changes",
+            stats.rollbacks_across_changes
+        );
     }
 }
 

@@ -250,7 +250,8 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
                     && match last {
                         None | Some(Turn::Ready) => true,
                         Some(Turn::WaitGvt(at)) => gvt >= at,
-                        Some(Turn::WaitMessages) => false,
+                        // (An undo is reported as an error below: no contact groups here.)
+                        Some(Turn::WaitMessages | Turn::Undo(_)) => false,
                     });
             if run {
                 break;
@@ -269,6 +270,9 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
             sh.wake[to as usize].notify_all();
         });
         match result {
+            Ok(Turn::Undo(k)) => sh.post.lock().unwrap().errors.push(format!(
+                "entity {id}: asked for an undo at tick {k}, but no group change is made here"
+            )),
             Ok(t) => {
                 assert!(mail.is_empty(), "a turn left messages unread");
                 last = Some(t);

@@ -114,14 +114,18 @@ impl fmt::Display for RunSummary {
                 if w.groups {
                     write!(
                         f,
-                        "\ncontact groups: {} changes ({} fusions, {} fissions), {} groups asleep at the end, {} group-ticks stepped asleep in {} naps ({} cut by rollbacks), 0 rollbacks across group changes (changes are made at committed ticks); island management {:.3} s ({:.2}% of the wall time)",
+                        "\ncontact groups: {} changes ({} fusions, {} fissions; {} made before their tick was committed), {} groups asleep at the end, {} group-ticks stepped asleep in {} naps ({} cut by rollbacks), {} rollbacks across group changes (undoing {} fusions and {} fissions); island management {:.3} s ({:.2}% of the wall time)",
                         w.group_changes,
                         w.fusions,
                         w.fissions,
+                        w.speculative_changes,
                         w.sleeping_groups,
                         w.asleep_ticks,
                         w.naps,
                         w.nap_cuts,
+                        w.rollbacks_across_changes,
+                        w.fusions_undone,
+                        w.fissions_undone,
                         w.island_seconds,
                         100.0 * w.island_seconds / self.wall_seconds.max(f64::MIN_POSITIVE)
                     )?;

@@ -1,8 +1,8 @@
 //! # Announced group changes, made once their tick is committed
 //!
-//! Contact groups change only at committed ticks (see "Ending" in [`super::entity`]): a group
-//! whose step meets a fusion or a fission at its LVT `t` *announces* `(t, entity)` and waits;
-//! once the GVT passes `t`, some worker makes the change. Any worker may find itself the one to
+//! A contact group whose step meets a fusion or a fission at its LVT `t` that cannot be made
+//! speculatively (see "Speculative changes" in [`super::entity`]) *announces* `(t, entity)` and
+//! waits; once the GVT passes `t`, some worker makes the change. Any worker may find itself the one to
 //! do it — after a turn, or while idle — so the hand-off must neither lose an announcement nor
 //! make one twice, and no worker may ever wait for another here:
 //!

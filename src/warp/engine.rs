@@ -30,13 +30,19 @@
 //! slot of its smallest body; with groups the other bodies' slots are empty. Messages are
 //! addressed to bodies and go to the mailbox of the slot that holds the body now (`owner`); a
 //! message that reaches an entity that no longer holds its body (sent just before a change) is
-//! passed on. A group whose step meets a change at its LVT `t` announces it and waits; once
-//! `t` is committed, one worker at a time (`regroup_committed`) takes the announced groups and,
-//! transitively, those they fuse with at `t`, locks their slots (only turns hold slot locks,
-//! and a turn never waits for a lock, so this cannot deadlock), replaces them by the new groups
-//! ([`Entity::regroup`]), records the change in the island graph ([`GroupGraph`]), moves the
-//! waiting mail and schedules the new groups. The GVT cannot pass `t + 1` before that, since
-//! the waiting groups have not recorded it.
+//! passed on. A group whose step meets a change at its LVT `t` waits there. Right after its
+//! turn the worker tries to make the change speculatively (see "Speculative changes" in
+//! [`super::entity`]): under the `changes` lock it takes the group and, transitively, those it
+//! fuses with at `t`, locks their slots (only turns hold slot locks, and a turn never waits for
+//! a lock, so this cannot deadlock), and if every one is ready, replaces them by the new groups
+//! ([`Entity::regroup`]), records the change in the island graph ([`GroupGraph`]), puts the
+//! parents in the graveyard, moves the waiting mail and schedules the new groups. Otherwise the
+//! group announces `t`; once `t` is committed one worker at a time (`regroup_committed`) makes
+//! the change the same way, final. The GVT cannot pass `t + 1` before that, since the waiting
+//! groups have not recorded it. A speculative change that a message proves wrong is undone
+//! (`Shared::undo`): the island graph rolls back, the groups born since take back what they
+//! did, and the parents come back from the graveyard into their slots. Parents stay there
+//! until the GVT passes the tick they ended at.
 //!
 //! The run ends when the GVT passes the last tick. The calling thread drains committed frames
 //! from the GVT buffer ([`GvtBuffer::drain_committed`]) as they come and hands them to the
@@ -59,14 +65,15 @@
 //! final). So the frames are bit-identical for any thread count, backend and window; the
 //! tests compare them with the sequential [`super::reference`].
 
-use super::entity::{Entity, EntityStats, Env, Turn};
+use super::entity::{Entity, EntityStats, Env, PendingMsg, Turn};
 use super::group_rules::{Island, contact_candidates, initial_islands};
 use super::island_log::IslandLog;
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
 use super::{
-    Announcements, BodyId, EntityId, GroupGraph, GvtBuffer, GvtConfig, Tick, Tvht, TvhtConfig,
+    Announcements, BodyId, EntityId, GroupGraph, GroupId, GvtBuffer, GvtConfig, Tick, Tvht,
+    TvhtConfig,
 };
 use crate::dynamics::BodyState;
 use crate::scene::{Scene, SplitMix64};
@@ -78,7 +85,7 @@ use crossbeam_deque::{Injector, Stealer, Worker};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Settings of a warp run.
@@ -185,7 +192,7 @@ pub struct WarpStats {
     pub time_limited: bool,
     /// Whether the run had contact groups ([`WarpConfig::groups`]).
     pub groups: bool,
-    /// Contact groups: group changes made (all at committed ticks, see [`super::entity`]),
+    /// Contact groups: group changes made (those that stood; see [`super::entity`]),
     /// fusions and fissions among them, the groups asleep at the end, group-ticks stepped
     /// asleep, naps (sleep-record writes) and naps cut by rollbacks.
     pub group_changes: u64,
@@ -195,6 +202,15 @@ pub struct WarpStats {
     pub asleep_ticks: u64,
     pub naps: u64,
     pub nap_cuts: u64,
+    /// Rollbacks across group changes: speculative changes undone because a message reached
+    /// one of their groups at or before its birth (each may undo several changes made since;
+    /// the changes counted above are those that stood).
+    pub rollbacks_across_changes: u64,
+    /// The fusions and fissions they undid.
+    pub fusions_undone: u64,
+    pub fissions_undone: u64,
+    /// Of the changes counted above, those made before their tick was committed.
+    pub speculative_changes: u64,
     /// Seconds spent on island management: making the group changes (closure, new entities,
     /// the island graph, mail) and pruning the island graph.
     pub island_seconds: f64,
@@ -221,6 +237,15 @@ struct Changes {
     made: u64,
     fusions: u64,
     fissions: u64,
+    /// Speculative changes undone (rollbacks across group changes).
+    undone: u64,
+    /// Fusions and fissions undone.
+    fusions_undone: u64,
+    fissions_undone: u64,
+    /// Speculative changes made and not undone (counted in `made` too).
+    speculative: u64,
+    /// The serial number of the last speculative change.
+    serial: u64,
     /// Whether the island graph changed since it was last pruned.
     unpruned: bool,
     /// Time spent making changes and pruning the island graph.
@@ -263,6 +288,20 @@ struct Shared<'a> {
     unparkers: Vec<Unparker>,
     /// Task records for the parallelism estimate (`None`: not profiled, nothing recorded).
     profile: Option<Profiler>,
+    /// Groups that ended in a speculative change, by id: kept until the GVT passes the tick
+    /// they ended at, in case the change is undone.
+    graveyard: Mutex<BTreeMap<GroupId, Buried>>,
+}
+
+/// A group that ended in a speculative change, kept in case the change is undone.
+struct Buried {
+    /// The tick it ended at (the change's).
+    end: Tick,
+    entity: Entity,
+    /// The change it ended in: a serial number (shared by the change's parents), and the
+    /// changes, fusions and fissions it counted.
+    change: u64,
+    counted: [u64; 3],
 }
 
 /// Locks `m`, whether or not a thread panicked holding it (a panic stops the run anyway).
@@ -456,11 +495,15 @@ impl Shared<'_> {
                 },
                 &mut |to, m| self.post(me, to, m, local, chaos),
             );
-            if let Some(t) = e.ending() {
+            // A change whose groups have all recorded its tick is made at once, below (see
+            // "Speculative changes"); any other waits for its tick to be committed.
+            let now = e.speculative_change(self.env.gvt.gvt());
+            if let (Some(t), None) = (e.ending(), now) {
                 self.announced.announce(t, e.bodies()[0]);
             }
-            result
+            (result, now)
         };
+        let (result, change_now) = result;
         let mut parked = None;
         self.scheduled[i].store(false, Ordering::SeqCst);
         match result {
@@ -474,6 +517,25 @@ impl Shared<'_> {
                 }
             }
             Ok(Turn::WaitMessages) => {}
+            Ok(Turn::Undo(_)) => {
+                if let Err(e) = self.undo(id, local) {
+                    self.fail(e);
+                }
+            }
+        }
+        if let Some(t) = change_now {
+            let mut changes = lock(&self.changes);
+            let started = Instant::now();
+            let made = self.regroup_at(t, BTreeSet::from([id]), &mut changes, local, true);
+            changes.spent += started.elapsed();
+            drop(changes);
+            match made {
+                Err(e) => self.fail(e),
+                // A group it fuses with is not ready yet: it is made when the last one is,
+                // or at the committed tick.
+                Ok(false) => self.announced.announce(t, id),
+                Ok(true) => {}
+            }
         }
         if !self.mailboxes[i].is_empty() {
             self.schedule(id, local);
@@ -481,6 +543,128 @@ impl Shared<'_> {
         self.wake_parked(local);
         self.regroup_committed(local);
         parked
+    }
+
+    /// Undoes the speculative change that made the entity in slot `id`, which got a message
+    /// at or before its birth ([`Turn::Undo`]): the island graph rolls its group back to the
+    /// tick before its birth ([`GroupGraph::rollback`]), which deletes it and every group born
+    /// of its parents' changes since, and revives its parents and the other parents of those
+    /// changes. The deleted entities take back all they did after their birth; the revived ones
+    /// (kept in the graveyard) take their slots, each with the messages sent from its bodies
+    /// that still wait for acks, and go on from the tick they ended at; the messages the
+    /// deleted ones held back go to them as well.
+    fn undo(&self, id: BodyId, local: &Worker<BodyId>) -> Result<(), String> {
+        let graph = self
+            .graph
+            .as_ref()
+            .ok_or("a group change undone without contact groups")?;
+        let mut changes = lock(&self.changes);
+        let started = Instant::now();
+        let mut held: BTreeMap<EntityId, MutexGuard<'_, Option<Entity>>> = BTreeMap::new();
+        let slot = lock(&self.entities[id as usize]);
+        // Another worker may have undone it already (a sibling's message, an extra turn).
+        let Some(gid) = slot
+            .as_ref()
+            .filter(|e| e.undo_pending())
+            .map(Entity::group_id)
+        else {
+            return Ok(());
+        };
+        held.insert(id, slot);
+        let undo = graph
+            .rollback(gid, gid.birth - 1)
+            .map_err(|e| format!("undoing the change that made {gid}: {e}"))?;
+        let none = Chaos(None);
+        let mut send = |to: BodyId, m: Msg| self.post(NO_TASK, to, m, local, &none);
+        let mut grave = lock(&self.graveyard);
+        let mut undone_changes: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
+        let mut bury = |b: &Buried| undone_changes.insert(b.change, b.counted);
+        // The groups live again: every one ended in a speculative change, still buried.
+        let mut revived = Vec::new();
+        for g in undo
+            .rolled_back
+            .iter()
+            .chain(undo.resumed.iter().map(|(g, _)| g))
+        {
+            let Some(b) = grave.remove(g) else {
+                return Err(format!(
+                    "undoing the change that made {gid}: group {g}, to live again, is not in \
+                     the graveyard"
+                ));
+            };
+            bury(&b);
+            revived.push(b.entity);
+        }
+        // The deleted groups: live ones from their slots, ended ones from the graveyard.
+        let mut pending = Vec::new();
+        let mut stash = Vec::new();
+        let mut next_tag = 0;
+        let mut stats = EntityStats::default();
+        for d in &undo.deleted {
+            let (e, ended) = match grave.remove(d) {
+                Some(b) => {
+                    bury(&b);
+                    (b.entity, true)
+                }
+                None => {
+                    let slot = held
+                        .entry(d.rep)
+                        .or_insert_with(|| lock(&self.entities[d.rep as usize]));
+                    match slot.take() {
+                        Some(e) if e.group_id() == *d => (e, false),
+                        other => {
+                            **slot = other;
+                            return Err(format!(
+                                "undoing the change that made {gid}: group {d} is not in its slot"
+                            ));
+                        }
+                    }
+                }
+            };
+            let gone = e.undone(&self.env, ended, &mut send)?;
+            pending.extend(gone.pending);
+            stash.extend(gone.stash);
+            next_tag = next_tag.max(gone.next_tag);
+            if !ended {
+                stats.add(&gone.stats);
+            }
+        }
+        drop(grave);
+        lock(&self.retired).add(&stats);
+        // Each message waiting for its ack goes to the revived group holding its sender.
+        let mut theirs: Vec<Vec<PendingMsg>> = vec![Vec::new(); revived.len()];
+        for p in pending {
+            let Some(k) = revived.iter().position(|e| e.holds(p.2)) else {
+                return Err(format!(
+                    "undoing the change that made {gid}: no group lives again with body {}",
+                    p.2
+                ));
+            };
+            theirs[k].push(p);
+        }
+        let mut placed = Vec::with_capacity(revived.len());
+        for (mut e, pending) in revived.into_iter().zip(theirs) {
+            e.revive(&pending, next_tag);
+            placed.push(
+                self.place(&mut held, e)
+                    .map_err(|e| format!("undoing the change that made {gid}: {e}"))?,
+            );
+        }
+        // The held-back messages first, then whatever waits in the slots that changed.
+        let stash = stash.into_iter().map(|(to, m)| (NO_TASK, to, m)).collect();
+        self.hand_over(held, stash, placed, local);
+        for [made, fusions, fissions] in undone_changes.into_values() {
+            changes.made -= made;
+            changes.fusions -= fusions;
+            changes.fissions -= fissions;
+            changes.speculative -= made;
+            changes.fusions_undone += fusions;
+            changes.fissions_undone += fissions;
+        }
+        changes.undone += 1;
+        changes.unpruned = true;
+        changes.spent += started.elapsed();
+        Ok(())
     }
 
     /// Sends `m` from task `from` to body `to`: into the mailbox of the entity holding it.
@@ -499,24 +683,28 @@ impl Shared<'_> {
         let made = self.announced.make_committed(gvt, |t, ids| {
             let mut changes = lock(&self.changes);
             let started = Instant::now();
-            let made = self.regroup_at(t, ids, &mut changes, local);
+            let made = self.regroup_at(t, ids, &mut changes, local, false);
             changes.spent += started.elapsed();
-            made
+            made.map(|_| ())
         });
         if let Err(e) = made {
             self.fail(e);
         }
     }
 
-    /// The group change at committed tick `t`: the entities `ids` announced it; those that
-    /// fuse with them there join it (transitively).
+    /// The group change at tick `t`: the entities `ids` ask for it; those that fuse with them
+    /// there join it (transitively). At a committed tick (`speculative` false) they announced
+    /// it. `speculative`: the one entity `ids` names asks before `t` is committed; the change is
+    /// made only if every group of it is ready ([`Entity::ready_to_change`]), and the parents go
+    /// to the graveyard. Returns whether a change was made.
     fn regroup_at(
         &self,
         t: Tick,
         ids: BTreeSet<EntityId>,
         changes: &mut Changes,
         local: &Worker<BodyId>,
-    ) -> Result<(), String> {
+        speculative: bool,
+    ) -> Result<bool, String> {
         let rules = self.env.rules;
         let mut held: BTreeMap<EntityId, MutexGuard<'_, Option<Entity>>> = BTreeMap::new();
         // (entity, the body of a group fusing with it at `t` that led here, if any)
@@ -528,9 +716,34 @@ impl Shared<'_> {
                 continue;
             }
             // Other slots are locked only by turns, which never wait for a lock: no deadlock.
-            let slot = lock(&self.entities[id as usize]);
+            // Before `t` is committed, a group in a turn is not waited for: it asks itself
+            // after its turn if it is ready then.
+            let slot = if speculative {
+                match self.entities[id as usize].try_lock() {
+                    Ok(slot) => slot,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(TryLockError::WouldBlock) => return Ok(false),
+                }
+            } else {
+                lock(&self.entities[id as usize])
+            };
             let joins = match slot.as_ref() {
-                Some(e) if e.lvt() == t => {
+                // Before `t` is committed, every group of the change must have recorded it;
+                // if one has not, the change is not made now.
+                Some(e) if speculative => {
+                    if !e.ready_to_change(t) {
+                        return Ok(false);
+                    }
+                    let (change, partners) = e.change_at_lvt(rules);
+                    for b in partners {
+                        todo.push((self.owner[b as usize].load(Ordering::SeqCst), Some(b)));
+                    }
+                    change
+                }
+                // Born before `t`: a group never changes at its birth tick. (A group that
+                // announced `t` and then split there speculatively leaves its announcement
+                // behind; its slot may hold a child born at `t` by then, which is not asked.)
+                Some(e) if e.lvt() == t && e.group_id().birth < t => {
                     let (change, partners) = e.change_at_lvt(rules);
                     for b in partners {
                         todo.push((self.owner[b as usize].load(Ordering::SeqCst), Some(b)));
@@ -547,7 +760,11 @@ impl Shared<'_> {
                         "group change at tick {t}: body {} fuses there, but its entity {id} is \
                          {}",
                         via.unwrap_or_default(),
-                        other.map_or("gone".to_string(), |e| format!("at LVT {}", e.lvt()))
+                        other.map_or("gone".to_string(), |e| format!(
+                            "at LVT {}, born at {}",
+                            e.lvt(),
+                            e.group_id().birth
+                        ))
                     ));
                 }
             };
@@ -557,7 +774,7 @@ impl Shared<'_> {
             held.insert(id, slot);
         }
         if parents.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let mut ended = Vec::with_capacity(parents.len());
         let mut stats = EntityStats::default();
@@ -571,8 +788,31 @@ impl Shared<'_> {
         }
         lock(&self.retired).add(&stats);
         let parent_ids: Vec<_> = ended.iter().map(Entity::group_id).collect();
-        let (kids, made) = Entity::regroup(rules, ended, t)
+        let (mut kids, made) = Entity::regroup(rules, &ended, t)
             .map_err(|e| format!("group change at tick {t}: {e}"))?;
+        let counted = [
+            made.len() as u64,
+            made.iter().filter(|c| c.is_fusion()).count() as u64,
+            made.iter().filter(|c| c.is_fission()).count() as u64,
+        ];
+        // A tick the GVT has passed meanwhile is final: nothing to keep for an undo.
+        let speculative = speculative && t >= self.env.gvt.gvt();
+        if speculative {
+            changes.serial += 1;
+            let mut grave = lock(&self.graveyard);
+            for entity in ended {
+                let buried = Buried {
+                    end: t,
+                    entity,
+                    change: changes.serial,
+                    counted,
+                };
+                grave.insert(buried.entity.group_id(), buried);
+            }
+            for k in &mut kids {
+                k.set_speculative();
+            }
+        }
         if let Some(graph) = &self.graph {
             let children: Vec<_> = kids
                 .iter()
@@ -583,32 +823,60 @@ impl Shared<'_> {
                 .map_err(|e| format!("island graph at tick {t}: {e}"))?;
             changes.unpruned = true;
         }
-        changes.made += made.len() as u64;
-        changes.fusions += made.iter().filter(|c| c.is_fusion()).count() as u64;
-        changes.fissions += made.iter().filter(|c| c.is_fission()).count() as u64;
-        let mut placed = Vec::with_capacity(kids.len());
-        for kid in kids {
-            let id = kid.bodies()[0];
-            for &b in kid.bodies() {
-                self.owner[b as usize].store(id, Ordering::SeqCst);
-            }
-            let slot = held
-                .entry(id)
-                .or_insert_with(|| lock(&self.entities[id as usize]));
-            debug_assert!(slot.is_none(), "a new group's slot is free");
-            **slot = Some(kid);
-            placed.push(id);
+        changes.made += counted[0];
+        changes.fusions += counted[1];
+        changes.fissions += counted[2];
+        if speculative {
+            changes.speculative += counted[0];
         }
-        // Mail waiting in the slots that changed goes to the bodies' entities now.
-        let mut mail = Vec::new();
+        let placed = kids
+            .into_iter()
+            .map(|kid| self.place(&mut held, kid))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("group change at tick {t}: {e}"))?;
+        self.hand_over(held, Vec::new(), placed, local);
+        Ok(true)
+    }
+
+    /// Puts entity `e` into the slot of its smallest body (locked into `held` if it is not
+    /// yet), which must be empty, and routes its bodies' messages there. Returns the slot.
+    fn place<'s>(
+        &'s self,
+        held: &mut BTreeMap<EntityId, MutexGuard<'s, Option<Entity>>>,
+        e: Entity,
+    ) -> Result<EntityId, String> {
+        let id = e.bodies()[0];
+        for &b in e.bodies() {
+            self.owner[b as usize].store(id, Ordering::SeqCst);
+        }
+        let slot = held
+            .entry(id)
+            .or_insert_with(|| lock(&self.entities[id as usize]));
+        if slot.is_some() {
+            return Err(format!("slot {id} is taken"));
+        }
+        **slot = Some(e);
+        Ok(id)
+    }
+
+    /// After a group change or its undo: unlocks the slots `held`, posts `first`, then
+    /// whatever waits in those slots' mailboxes, to the entities that hold the bodies now, and
+    /// schedules the entities `placed`.
+    fn hand_over(
+        &self,
+        held: BTreeMap<EntityId, MutexGuard<'_, Option<Entity>>>,
+        mut first: Vec<(TaskId, BodyId, Msg)>,
+        placed: Vec<EntityId>,
+        local: &Worker<BodyId>,
+    ) {
         for &id in held.keys() {
             while let Some(m) = self.mailboxes[id as usize].pop() {
-                mail.push(m);
+                first.push(m);
             }
         }
         drop(held);
         let none = Chaos(None);
-        for (from, to, m) in mail {
+        for (from, to, m) in first {
             self.post(from, to, m, local, &none);
         }
         // Scheduled whatever their flag says: a turn of the slot's old entity may still be
@@ -618,7 +886,6 @@ impl Shared<'_> {
             local.push(id);
             self.notify();
         }
-        Ok(())
     }
 
     fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos, parker: Parker) {
@@ -815,6 +1082,7 @@ pub fn run_warp_from_with(
         asleep: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
         profile: control.profile.then(|| Profiler::new(n, threads)),
+        graveyard: Mutex::new(BTreeMap::new()),
     };
     for i in live {
         shared.injector.push(i as BodyId);
@@ -870,6 +1138,10 @@ pub fn run_warp_from_with(
                 continue; // drain what is committed, then stop
             }
             let g = gvt.gvt();
+            // Fissions behind the GVT are final: their parents are no longer needed.
+            if let Ok(mut grave) = shared.graveyard.try_lock() {
+                grave.retain(|_, b| b.end >= g);
+            }
             // The island graph's records behind the GVT, after changes (one section a body).
             if let Some(graph) = &shared.graph {
                 if g >= pruned_graph + frame_ticks
@@ -965,6 +1237,10 @@ pub fn run_warp_from_with(
         asleep_ticks: sum.asleep_ticks,
         naps: sum.naps,
         nap_cuts: sum.nap_cuts,
+        rollbacks_across_changes: changes.undone,
+        fusions_undone: changes.fusions_undone,
+        fissions_undone: changes.fissions_undone,
+        speculative_changes: changes.speculative,
         island_seconds: changes.spent.as_secs_f64(),
     })
 }

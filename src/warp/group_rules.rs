@@ -265,10 +265,10 @@ pub fn fuses(rules: &Rules, a: usize, sa: &BodyState, b: usize, sb: &BodyState) 
 /// reference's way, which it reuses for the kicks of the tick; the warp engine learns the same
 /// contacts from the TVHT). Replaces `islands` by the groups at `tick`, ascending by smallest
 /// body, and returns what changed.
-pub fn regroup(
+pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
     rules: &Rules,
     islands: &mut Vec<Island>,
-    states: &[BodyState],
+    states: &S,
     tick: Tick,
     candidates: &[(usize, usize)],
 ) -> Vec<Change> {
@@ -311,17 +311,17 @@ pub fn regroup(
             ));
         }
     }
-    // Fusion: union of the pieces joined by a slow contact (not both asleep).
-    let n = rules.bodies();
-    let mut piece_of = vec![0usize; n];
-    for (p, (_, isl)) in pieces.iter().enumerate() {
-        for &b in &isl.bodies {
-            piece_of[b as usize] = p;
-        }
-    }
+    // Fusion: union of the pieces joined by a slow contact (not both asleep). (A map, not a
+    // vector over every body of the scene: the warp engine calls this for the few groups of
+    // one change, thousands of times a run.)
+    let piece_of: std::collections::HashMap<usize, usize> = pieces
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (_, isl))| isl.bodies.iter().map(move |&b| (b as usize, p)))
+        .collect();
     let mut parent: Vec<usize> = (0..pieces.len()).collect();
     for &(a, b) in candidates {
-        let (pa, pb) = (piece_of[a], piece_of[b]);
+        let (pa, pb) = (piece_of[&a], piece_of[&b]);
         if pa == pb || (pieces[pa].1.asleep && pieces[pb].1.asleep) {
             continue;
         }
@@ -351,17 +351,16 @@ pub fn regroup(
     new.sort_by_key(|isl| isl.bodies[0]);
     // Cluster old groups and new groups that share bodies: each cluster that is not one old
     // group staying whole is a change.
-    let mut old_of_body = vec![0usize; n];
-    for (o, bodies) in originals.iter().enumerate() {
-        for &b in bodies {
-            old_of_body[b as usize] = o;
-        }
-    }
+    let old_of_body: std::collections::HashMap<BodyId, usize> = originals
+        .iter()
+        .enumerate()
+        .flat_map(|(o, bodies)| bodies.iter().map(move |&b| (b, o)))
+        .collect();
     let mut link: Vec<usize> = (0..originals.len()).collect();
     for isl in &new {
-        let first = old_of_body[isl.bodies[0] as usize];
-        for &b in &isl.bodies[1..] {
-            union(&mut link, first, old_of_body[b as usize]);
+        let first = old_of_body[&isl.bodies[0]];
+        for b in &isl.bodies[1..] {
+            union(&mut link, first, old_of_body[b]);
         }
     }
     let mut changes: Vec<Change> = Vec::new();
@@ -379,7 +378,7 @@ pub fn regroup(
         changes[c].before.push(bodies.clone());
     }
     for isl in &new {
-        let r = root(&mut link, old_of_body[isl.bodies[0] as usize]);
+        let r = root(&mut link, old_of_body[&isl.bodies[0]]);
         let c = change_of_root[r].expect("every new group comes from old ones");
         changes[c].after.push(isl.bodies.clone());
     }

@@ -23,12 +23,13 @@
 //!   free flight) that make a committed state a function of the previous one.
 //! - [`message`]: events, antievents and their acks, naming contact instances.
 //! - [`entity`]: one body, or one contact group, on its own clock: step, resolve, rollback
-//!   (Figure 5, Algorithms 2-7); a group's change at a committed tick.
+//!   (Figure 5, Algorithms 2-7); a group's change of groups, speculative or at a committed
+//!   tick, and the undo of a speculative one.
 //! - [`announcements`]: the hand-off of group changes announced by turns to the worker that
 //!   makes them once their tick is committed.
 //! - [`engine`]: entities as soft-threads on a work-stealing pool; messages routed to the
-//!   entity holding each body; group changes made once their tick is committed; committed
-//!   frames out.
+//!   entity holding each body; group changes made speculatively or once their tick is
+//!   committed, and undone; committed frames out.
 //! - [`profile`]: the parallelism estimate: each task's time and what it waited for; work,
 //!   span and the speedup bounds they give.
 //! - [`island_log`]: the contact groups at checkpoint ticks, logged as entities record them
