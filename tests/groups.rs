@@ -17,6 +17,8 @@ use timewarp::warp::{BodyId, GroupGraph, GroupId, NewGroup, Tick};
 
 #[path = "support/bodies.rs"]
 mod bodies;
+#[path = "support/frames.rs"]
+mod frames;
 use bodies::*;
 
 const TPS: u64 = 960;
@@ -370,7 +372,6 @@ friction = 0.0
     // It starts at 26.8 m/s; the push out of 1.27 m of overlap adds a few tens at most.
     let speed = fastest(&run.frames);
     assert!(speed < 100.0, "grouped reference: {speed} m/s");
-    let mut got = Vec::new();
     let config = timewarp::warp::WarpConfig {
         threads: 2,
         backend: Backend::COMPILED[0],
@@ -378,11 +379,7 @@ friction = 0.0
         chaos: None,
         groups: true,
     };
-    timewarp::warp::run_warp(&scene, config, end, &mut |_, s| {
-        got.push(s.to_vec());
-        Ok(())
-    })
-    .unwrap();
+    let (got, _) = frames::warp_frames(&scene, config, end);
     assert!(
         got == run.frames,
         "the warp engine with groups equals the grouped reference"

@@ -298,10 +298,19 @@ struct Buried {
     /// The tick it ended at (the change's).
     end: Tick,
     entity: Entity,
-    /// The change it ended in: a serial number (shared by the change's parents), and the
-    /// changes, fusions and fissions it counted.
+    /// The change it ended in: a serial number (shared by the change's parents), and what
+    /// it counted.
     change: u64,
-    counted: [u64; 3],
+    counted: Counted,
+}
+
+/// The changes, fusions and fissions one group change counted (as the grouped reference
+/// reports them: several independent changes may be made at one tick in one go).
+#[derive(Clone, Copy)]
+struct Counted {
+    changes: u64,
+    fusions: u64,
+    fissions: u64,
 }
 
 /// Locks `m`, whether or not a thread panicked holding it (a panic stops the run anyway).
@@ -577,7 +586,7 @@ impl Shared<'_> {
         let none = Chaos(None);
         let mut send = |to: BodyId, m: Msg| self.post(NO_TASK, to, m, local, &none);
         let mut grave = lock(&self.graveyard);
-        let mut undone_changes: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
+        let mut undone_changes: BTreeMap<u64, Counted> = BTreeMap::new();
         let mut bury = |b: &Buried| undone_changes.insert(b.change, b.counted);
         // The groups live again: every one ended in a speculative change, still buried.
         let mut revived = Vec::new();
@@ -653,13 +662,13 @@ impl Shared<'_> {
         // The held-back messages first, then whatever waits in the slots that changed.
         let stash = stash.into_iter().map(|(to, m)| (NO_TASK, to, m)).collect();
         self.hand_over(held, stash, placed, local);
-        for [made, fusions, fissions] in undone_changes.into_values() {
-            changes.made -= made;
-            changes.fusions -= fusions;
-            changes.fissions -= fissions;
-            changes.speculative -= made;
-            changes.fusions_undone += fusions;
-            changes.fissions_undone += fissions;
+        for c in undone_changes.into_values() {
+            changes.made -= c.changes;
+            changes.fusions -= c.fusions;
+            changes.fissions -= c.fissions;
+            changes.speculative -= c.changes;
+            changes.fusions_undone += c.fusions;
+            changes.fissions_undone += c.fissions;
         }
         changes.undone += 1;
         changes.unpruned = true;
@@ -727,23 +736,23 @@ impl Shared<'_> {
             } else {
                 lock(&self.entities[id as usize])
             };
-            let joins = match slot.as_ref() {
-                // Before `t` is committed, every group of the change must have recorded it;
-                // if one has not, the change is not made now.
-                Some(e) if speculative => {
-                    if !e.ready_to_change(t) {
-                        return Ok(false);
-                    }
-                    let (change, partners) = e.change_at_lvt(rules);
-                    for b in partners {
-                        todo.push((self.owner[b as usize].load(Ordering::SeqCst), Some(b)));
-                    }
-                    change
+            // At LVT `t` and born before it: a group never changes at its birth tick. (A group
+            // that announced `t` and then split there speculatively leaves its announcement
+            // behind; its slot may hold a child born at `t` by then, which is not asked.)
+            // Before `t` is committed, it must also have recorded `t`, as every group of the
+            // change must; if one has not, the change is not made now.
+            let asked = slot.as_ref().is_some_and(|e| {
+                if speculative {
+                    e.ready_to_change(t)
+                } else {
+                    e.lvt() == t && e.group_id().birth < t
                 }
-                // Born before `t`: a group never changes at its birth tick. (A group that
-                // announced `t` and then split there speculatively leaves its announcement
-                // behind; its slot may hold a child born at `t` by then, which is not asked.)
-                Some(e) if e.lvt() == t && e.group_id().birth < t => {
+            });
+            if speculative && !asked {
+                return Ok(false);
+            }
+            let joins = match slot.as_ref() {
+                Some(e) if asked => {
                     let (change, partners) = e.change_at_lvt(rules);
                     for b in partners {
                         todo.push((self.owner[b as usize].load(Ordering::SeqCst), Some(b)));
@@ -790,14 +799,14 @@ impl Shared<'_> {
         let parent_ids: Vec<_> = ended.iter().map(Entity::group_id).collect();
         let (mut kids, made) = Entity::regroup(rules, &ended, t)
             .map_err(|e| format!("group change at tick {t}: {e}"))?;
-        let counted = [
-            made.len() as u64,
-            made.iter().filter(|c| c.is_fusion()).count() as u64,
-            made.iter().filter(|c| c.is_fission()).count() as u64,
-        ];
+        let counted = Counted {
+            changes: made.len() as u64,
+            fusions: made.iter().filter(|c| c.is_fusion()).count() as u64,
+            fissions: made.iter().filter(|c| c.is_fission()).count() as u64,
+        };
         // A tick the GVT has passed meanwhile is final: nothing to keep for an undo.
-        let speculative = speculative && t >= self.env.gvt.gvt();
-        if speculative {
+        let bury = speculative && t >= self.env.gvt.gvt();
+        if bury {
             changes.serial += 1;
             let mut grave = lock(&self.graveyard);
             for entity in ended {
@@ -823,11 +832,11 @@ impl Shared<'_> {
                 .map_err(|e| format!("island graph at tick {t}: {e}"))?;
             changes.unpruned = true;
         }
-        changes.made += counted[0];
-        changes.fusions += counted[1];
-        changes.fissions += counted[2];
-        if speculative {
-            changes.speculative += counted[0];
+        changes.made += counted.changes;
+        changes.fusions += counted.fusions;
+        changes.fissions += counted.fissions;
+        if bury {
+            changes.speculative += counted.changes;
         }
         let placed = kids
             .into_iter()

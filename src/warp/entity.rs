@@ -880,22 +880,18 @@ impl Entity {
 
     /// Rule 2 at `t`: the other sides of the known contacts at `t` that fuse with this group.
     fn fusing<'s>(&'s self, rules: &'s Rules, t: Tick) -> impl Iterator<Item = &'s TvhtEntry> {
-        self.contacts_at(t)
-            .filter(move |c| self.fuses_with(rules, c))
-            .map(|c| self.sides(c).1)
-    }
-
-    /// Whether contact `c` (of one of its bodies with another group's) fuses the two groups.
-    fn fuses_with(&self, rules: &Rules, c: &Contact) -> bool {
-        let (mine, other) = self.sides(c);
-        !(mine.asleep && other.asleep)
-            && fuses(
-                rules,
-                mine.body as usize,
-                &mine.state,
-                other.body as usize,
-                &other.state,
-            )
+        self.contacts_at(t).filter_map(move |c| {
+            let (mine, other) = self.sides(c);
+            let slow = !(mine.asleep && other.asleep)
+                && fuses(
+                    rules,
+                    mine.body as usize,
+                    &mine.state,
+                    other.body as usize,
+                    &other.state,
+                );
+            slow.then_some(other)
+        })
     }
 
     /// For a group born of a speculative change: the tick of message `m` if it undoes that
@@ -1172,10 +1168,10 @@ impl Entity {
         self.stats = EntityStats::default();
     }
 
-    /// The change of groups at tick `t`, committed or speculative (rules 1 and 2 of [`super::group_rules`]
-    /// over the groups ending there): `parents` are every entity whose group ends at `t` (each
-    /// at LVT `t`, with `t` recorded; a group with a slow contact at `t` with another group
-    /// comes with it). Returns the entities of the new groups, ascending by id, each starting
+    /// The change of groups at tick `t`, committed or speculative (rules 1 and 2 of
+    /// [`super::group_rules`] over the groups ending there): `parents` are every entity whose
+    /// group ends at `t` (each at LVT `t`, with `t` recorded; a group with a slow contact at `t`
+    /// with another group comes with it). Returns the entities of the new groups, ascending by id, each starting
     /// at `t` with its parents' states, entries and tags there, the contacts at `t` with other
     /// groups (those with the parents' other groups included), and the acks its parents still
     /// wait for; and the changes, as the grouped reference reports them.
