@@ -97,6 +97,7 @@ fn bench_warp(c: &mut Criterion) {
         threads: 1,
         backend: Backend::COMPILED[0],
         window: None,
+        full_window: false,
         chaos: None,
         groups: false,
     };

@@ -3,7 +3,7 @@
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
 //!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet] [--parallelism]
-//!              [--groups on|off] [--checkpoint FILE [--checkpoint-every S]]
+//!              [--groups on|off] [--full-window] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp scenes [--export NAME [--bodies N]]
@@ -15,7 +15,9 @@
 //! `SCENE` is a path when it ends in `.toml`, contains a path separator or names an existing
 //! file, and a built-in name otherwise; without one, `run` plays `cylinders` (200 spheres,
 //! 10 s). The engine is the warp engine unless `--engine frame`; with it, contact groups are
-//! on unless `--groups off` (the paper's method alone: every body its own entity). `--bodies`
+//! on unless `--groups off` (the paper's method alone: every body its own entity); entities
+//! speculate as far as an adaptive lead under the scene's window unless `--full-window`
+//! (`warp::lead`). `--bodies`
 //! resizes a built-in (an error for files), `--seconds` overrides `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
 //! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
 //! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file.
@@ -161,6 +163,10 @@ struct RunArgs {
     /// entity that fuses, splits and sleeps) [default: on with the warp engine]
     #[arg(long, value_enum, value_name = "on|off")]
     groups: Option<Toggle>,
+    /// Warp engine: let entities speculate as far as the scene's window at all times (the
+    /// paper's fixed window) instead of the adaptive lead under it
+    #[arg(long)]
+    full_window: bool,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
 }
@@ -331,6 +337,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             Some(t) => t == Toggle::On,
             None => args.engine == EngineKind::Warp,
         },
+        full_window: args.full_window,
     };
     let outputs = Outputs {
         out: args.out.as_deref(),

@@ -78,6 +78,9 @@ pub struct RunOptions {
     pub time_limit: Option<Duration>,
     /// Warp engine: contact groups ([`crate::warp::WarpConfig::groups`]).
     pub groups: bool,
+    /// Warp engine: speculate as far as the window at all times instead of the adaptive lead
+    /// ([`crate::warp::WarpConfig::full_window`]).
+    pub full_window: bool,
 }
 
 impl Default for RunOptions {
@@ -92,6 +95,7 @@ impl Default for RunOptions {
             parallelism: false,
             time_limit: None,
             groups: false,
+            full_window: false,
         }
     }
 }
@@ -206,6 +210,12 @@ pub fn run_scene_with(
                 options.seconds.unwrap_or(scene.world.seconds)
             )));
         }
+    }
+    if options.full_window && options.engine != EngineKind::Warp {
+        return Err(RunError::Invalid(
+            "--full-window is a warp engine option; the frame engine steps all bodies together"
+                .into(),
+        ));
     }
     if options.groups && options.engine != EngineKind::Warp {
         return Err(RunError::Invalid(
@@ -364,6 +374,7 @@ fn run_warp_scene(
         threads: options.threads,
         backend,
         window: None,
+        full_window: options.full_window,
         chaos: None,
         groups: options.groups,
     };

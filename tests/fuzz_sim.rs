@@ -227,6 +227,7 @@ fn simulate(
         threads,
         backend,
         window: Some(window),
+        full_window: true,
         chaos: None,
         groups,
     };
@@ -351,6 +352,7 @@ fn the_last_committed_frame_is_never_lost() {
                     threads: 3,
                     backend,
                     window: Some(256),
+                    full_window: true,
                     chaos: None,
                     groups: false,
                 };

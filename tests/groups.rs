@@ -376,6 +376,7 @@ friction = 0.0
         threads: 2,
         backend: Backend::COMPILED[0],
         window: None,
+        full_window: false,
         chaos: None,
         groups: true,
     };

@@ -29,6 +29,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     threads,
                     backend,
                     window: Some(window),
+                    full_window: true,
                     chaos: None,
                     groups: false,
                 };
@@ -83,6 +84,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             threads: 32,
             backend: Backend::default(),
             window: Some(window),
+            full_window: true,
             chaos: None,
             groups: false,
         };
@@ -98,6 +100,7 @@ fn sink_errors_stop_the_run() {
         threads: 2,
         backend: Backend::default(),
         window: Some(16),
+        full_window: true,
         chaos: None,
         groups: false,
     };
@@ -150,6 +153,7 @@ fn head_on_collision_swaps_velocities() {
             threads,
             backend: Backend::default(),
             window: Some(256),
+            full_window: true,
             chaos: None,
             groups: false,
         };
@@ -157,4 +161,47 @@ fn head_on_collision_swaps_velocities() {
         assert_eq!(bits(&got), bits(&want));
         assert_eq!(stats.events, 1, "one collision, reported once");
     }
+}
+
+/// The adaptive lead (`timewarp::warp::lead`, the default) changes how far entities run ahead
+/// of the GVT, never the frames: equal to the reference with 1 and 32 workers. One worker
+/// never starves while an entity can step, so entities stay within the floor of the lead
+/// (32 ticks; with the full window of 256 they run further ahead); 32 workers on 100 entities
+/// starve and raise it, never past the window.
+#[test]
+fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
+    use timewarp::warp::lead::LEAD_FLOOR;
+    let scene = builtin("bouncing", Some(100)).unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let ticks = 960;
+    let want = bits(&reference_frames(&rules, 16, ticks));
+    let run = |threads, full_window| {
+        let config = WarpConfig {
+            threads,
+            window: Some(256),
+            full_window,
+            ..WarpConfig::default()
+        };
+        let (got, stats) = warp_frames(&scene, config, ticks);
+        assert!(
+            bits(&got) == want,
+            "{config:?}: frames differ from the reference"
+        );
+        assert!(stats.lead.lead <= 256 && stats.window == 256, "{stats:?}");
+        stats
+    };
+    let one = run(1, false);
+    assert!(
+        one.mean_lead <= LEAD_FLOOR as f64,
+        "one worker: mean LVT - GVT {} past the lead's floor ({one:?})",
+        one.mean_lead
+    );
+    let full = run(1, true);
+    assert!(
+        full.mean_lead > LEAD_FLOOR as f64 && full.lead.lead == 256,
+        "the full window: mean LVT - GVT {} ({full:?})",
+        full.mean_lead
+    );
+    let many = run(32, false);
+    assert!(many.lead.raised > 0, "32 workers never starved: {many:?}");
 }

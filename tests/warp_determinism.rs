@@ -94,6 +94,7 @@ fn chaos_schedules_over_20_seeds_equal_the_reference() {
             threads: [2, 8, 32][seed as usize % 3],
             backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
             window: Some([4, 64, 256][seed as usize % 3]),
+            full_window: true,
             chaos: Some(seed),
             groups: false,
         };

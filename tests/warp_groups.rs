@@ -70,6 +70,7 @@ fn check_scene_with(
                 threads,
                 backend,
                 window: Some(window),
+                full_window: true,
                 chaos: None,
                 groups: true,
             };
@@ -190,6 +191,7 @@ fn chaos_runs(
                 threads,
                 backend: Backend::COMPILED[seed as usize % Backend::COMPILED.len()],
                 window: Some(window),
+                full_window: true,
                 chaos: Some(seed),
                 groups: true,
             };
@@ -287,6 +289,7 @@ fn determinism_pyramids_1100_and_avalanche_300() {
                         threads,
                         backend,
                         window: Some(window),
+                        full_window: true,
                         chaos: None,
                         groups: true,
                     };

@@ -92,6 +92,7 @@ use timewarp::dynamics::BodyState;
 use timewarp::scene::{BodyDesc, Scene, Shape, World};
 use timewarp::sync::Backend;
 use timewarp::warp::entity::{Entity, Env, Turn};
+use timewarp::warp::lead::Lead;
 use timewarp::warp::message::{Instance, Msg};
 use timewarp::warp::reference::reference_frames;
 use timewarp::warp::rules::Rules;
@@ -217,12 +218,16 @@ struct Shared {
 /// Runs entity `id`'s turns until the end tick is committed and every message is handled
 /// (or a turn failed), then hands the entity back.
 fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
+    // The window itself, fixed: the adaptive lead (`timewarp::warp::lead`) is a matter of
+    // speed, and the model explores the protocol, not the engine's tuning.
+    let lead = Lead::fixed(sh.gvt.window());
     let env = Env {
         rules: &sh.rules,
         tvht: &sh.tvht,
         gvt: &sh.gvt,
         end: sh.end,
         islands: None,
+        lead: &lead,
     };
     let me = id as usize;
     // How the last turn ended (None: no turn yet).

@@ -411,6 +411,7 @@ pub fn run_once(
         parallelism: profile && config.engine == EngineKind::Warp,
         time_limit: Some(time_limit),
         groups: false,
+        full_window: false,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

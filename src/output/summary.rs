@@ -108,8 +108,16 @@ impl fmt::Display for RunSummary {
                 };
                 write!(
                     f,
-                    "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks",
-                    w.antievents, w.rolled_back_ticks, w.tvht_writes, ratio, w.mean_lead
+                    "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks (lead {} of window {} at the end; raised {}, lowered {} times)",
+                    w.antievents,
+                    w.rolled_back_ticks,
+                    w.tvht_writes,
+                    ratio,
+                    w.mean_lead,
+                    w.lead.lead,
+                    w.window,
+                    w.lead.raised,
+                    w.lead.lowered
                 )?;
                 if w.groups {
                     write!(
@@ -205,6 +213,12 @@ mod tests {
                 rolled_back_ticks: 57,
                 tvht_writes: 1000,
                 mean_lead: 12.25,
+                window: 256,
+                lead: crate::warp::lead::LeadStats {
+                    lead: 64,
+                    raised: 2,
+                    lowered: 1,
+                },
                 ..Default::default()
             }),
             ..RunSummary::default()
@@ -212,7 +226,7 @@ mod tests {
         let text = s.to_string();
         assert!(text.contains("events 12, rollbacks 3, STM commits 990, aborts 10"));
         assert!(text.contains(
-            "antievents 4, rolled-back ticks 57, TVHT writes 1000, STM abort ratio 0.0100, mean LVT - GVT 12.2 ticks"
+            "antievents 4, rolled-back ticks 57, TVHT writes 1000, STM abort ratio 0.0100, mean LVT - GVT 12.2 ticks (lead 64 of window 256 at the end; raised 2, lowered 1 times)"
         ));
         assert!(!text.contains("islands in the last frame"));
     }

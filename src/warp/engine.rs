@@ -24,7 +24,10 @@
 //! * an entity that waits for acks is simply not scheduled: the ack's arrival schedules it;
 //! * a worker that finds no task spins and yields a little (crossbeam's `Backoff`), then
 //!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
-//!   leave the cores to the busy ones, which matters most when threads outnumber cores.
+//!   leave the cores to the busy ones, which matters most when threads outnumber cores;
+//! * `LVT_ub` is `GVT + lead`, the run's [`super::lead`], at most the window: a worker about
+//!   to sleep for want of a task doubles it, and it halves again once the GVT has gone a few
+//!   leads with no worker starving (`--full-window`: the window itself, as in the paper).
 //!
 //! **Contact groups** ([`WarpConfig::groups`], seed 001, Section 4.4). Each entity lives in the
 //! slot of its smallest body; with groups the other bodies' slots are empty. Messages are
@@ -51,7 +54,10 @@
 //! their share of the buckets. (The calling thread did this before, between frames; with 64
 //! workers on 2 cores it got a 65th of the processors, the sweep fell behind the GVT by
 //! seconds, and the table held up to twice the entries it needs: `bouncing` 2000, 64 workers,
-//! live heap 0.77-1.23 GB against 0.53 GB with 2 workers.)
+//! live heap 0.77-1.23 GB against 0.53 GB with 2 workers.) The whole table is swept once per
+//! two leads (at most once per window), so entries stay behind the GVT about as long as
+//! entities run ahead of it (`parallel` 2000, one worker, lead 32: peak RSS 440 MB with one
+//! sweep per window of 256, 285 MB with one per 64 ticks, no slower).
 //!
 //! **Chaos.** A test-only mode ([`WarpConfig::chaos`]) perturbs the schedule from a seed: random
 //! yields and sleeps before turns, random spins between pushing a message and scheduling its
@@ -68,6 +74,7 @@
 use super::entity::{Entity, EntityStats, Env, PendingMsg, Turn};
 use super::group_rules::{Island, contact_candidates, initial_islands};
 use super::island_log::IslandLog;
+use super::lead::{Lead, LeadStats};
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
@@ -96,6 +103,11 @@ pub struct WarpConfig {
     pub backend: Backend,
     /// `LVT_ub - GVT` in ticks; `None` takes the scene's `world.window`.
     pub window: Option<u64>,
+    /// Whether entities may speculate as far as the window at all times (the paper's fixed
+    /// window), rather than as far as the run's adaptive lead ([`super::lead`]: from
+    /// [`super::lead::LEAD_FLOOR`] ticks, longer while workers starve). Frames are the same
+    /// either way; only speed and memory differ.
+    pub full_window: bool,
     /// Test-only schedule perturbation (see "Chaos" in the module documentation): `Some(seed)`
     /// makes every worker, from a random stream seeded by `seed` and its index, yield, sleep,
     /// spin between sending a message and scheduling its receiver, and defer tasks to the
@@ -115,6 +127,7 @@ impl Default for WarpConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             backend: Backend::default(),
             window: None,
+            full_window: false,
             chaos: None,
             groups: false,
         }
@@ -214,6 +227,9 @@ pub struct WarpStats {
     /// Seconds spent on island management: making the group changes (closure, new entities,
     /// the island graph, mail) and pruning the island graph.
     pub island_seconds: f64,
+    /// The window, and how the lead under it moved ([`super::lead`]).
+    pub window: u64,
+    pub lead: LeadStats,
 }
 
 /// Optional controls of a warp run (the default: none).
@@ -280,8 +296,6 @@ struct Shared<'a> {
     gvt_seen: AtomicU64,
     /// The TVHT is swept up to this tick (its floor); see `sweep`.
     swept_to: AtomicU64,
-    /// Buckets swept per committed tick: the whole table once per window.
-    sweep_per_tick: usize,
     /// Idle workers asleep (see `idle`): how many, which, and how to wake each.
     sleepers: AtomicUsize,
     asleep: Vec<AtomicBool>,
@@ -321,6 +335,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// An idle worker sleeps at most this long before it looks for work again (a safety net: a
 /// task pushed while it was falling asleep wakes it at once, see `Shared::idle`).
 const IDLE_NAP: Duration = Duration::from_millis(1);
+
+/// The TVHT is swept whole once per this many leads (see `Shared::sweep`).
+const SWEEP_LEADS: Tick = 2;
 
 /// The most committed ticks one `Shared::sweep` claims (so one turn's sweep stays short).
 const SWEEP_CLAIM: Tick = 16;
@@ -404,8 +421,10 @@ impl Shared<'_> {
 
     /// Sweeps the TVHT behind the GVT, if it moved since the last sweep: claims the ticks
     /// from the last sweep's to the one before the GVT (at most [`SWEEP_CLAIM`] of them) and
-    /// sweeps `sweep_per_tick` buckets for each, so the whole table is swept about once per
-    /// window and the work is shared by whichever workers run, in step with the GVT.
+    /// sweeps enough buckets for each that the whole table is swept about once per
+    /// [`SWEEP_LEADS`] leads (at most once per window), and the work is shared by whichever
+    /// workers run, in step with the GVT. Entries behind the GVT thus stay about as many ticks
+    /// as entities run ahead of it.
     fn sweep(&self) {
         let target = self.env.gvt.gvt().saturating_sub(1);
         let from = self.swept_to.load(Ordering::Acquire);
@@ -419,7 +438,9 @@ impl Shared<'_> {
             .is_ok()
         {
             // `prune_step` sweeps at most the whole table, however many buckets are asked.
-            let buckets = ((to - from) as usize).saturating_mul(self.sweep_per_tick);
+            let period = (SWEEP_LEADS * self.env.lead.get()).min(self.env.gvt.window());
+            let per_tick = self.env.tvht.slots().div_ceil(period.max(1) as usize);
+            let buckets = ((to - from) as usize).saturating_mul(per_tick);
             self.env.tvht.prune_step(to, buckets);
         }
     }
@@ -429,6 +450,7 @@ impl Shared<'_> {
     fn wake_parked(&self, local: &Worker<BodyId>) {
         let g = self.env.gvt.gvt();
         if self.gvt_seen.fetch_max(g, Ordering::SeqCst) < g {
+            self.env.lead.settle(g);
             let mut woken = Vec::new();
             {
                 let mut parked = lock(&self.parked);
@@ -917,6 +939,9 @@ impl Shared<'_> {
                     self.wake_parked(&local);
                     self.regroup_committed(&local);
                     if backoff.is_completed() {
+                        // Nothing to run for a while: entities are not far enough ahead for
+                        // this many workers (unless the run is ending).
+                        self.env.lead.starved(self.env.gvt.gvt());
                         self.idle(me, &parker);
                         backoff.reset();
                     } else {
@@ -1060,6 +1085,11 @@ pub fn run_warp_from_with(
         (true, Some(every)) => Some(IslandLog::new(every, end_tick)),
         _ => None,
     };
+    let lead = if config.full_window {
+        Lead::fixed(window)
+    } else {
+        Lead::new(window)
+    };
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();
     let parkers: Vec<Parker> = (0..threads).map(|_| Parker::new()).collect();
@@ -1070,6 +1100,7 @@ pub fn run_warp_from_with(
             gvt: &gvt,
             end: end_tick,
             islands: island_log.as_ref(),
+            lead: &lead,
         },
         scheduled: slots.iter().map(|e| AtomicBool::new(e.is_some())).collect(),
         entities: slots.into_iter().map(Mutex::new).collect(),
@@ -1086,7 +1117,6 @@ pub fn run_warp_from_with(
         error: Mutex::new(None),
         gvt_seen: AtomicU64::new(start_tick),
         swept_to: AtomicU64::new(start_tick),
-        sweep_per_tick: tvht.slots().div_ceil(window as usize).max(1),
         sleepers: AtomicUsize::new(0),
         asleep: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         unparkers: parkers.iter().map(|p| p.unparker().clone()).collect(),
@@ -1251,5 +1281,7 @@ pub fn run_warp_from_with(
         fissions_undone: changes.fissions_undone,
         speculative_changes: changes.speculative,
         island_seconds: changes.spent.as_secs_f64(),
+        window,
+        lead: lead.stats(),
     })
 }

@@ -77,6 +77,7 @@ use super::group_rules::{
 };
 use super::groups::components;
 use super::island_log::IslandLog;
+use super::lead::Lead;
 use super::message::{Instance, Msg};
 use super::rules::{Kick, Rules};
 use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry};
@@ -111,6 +112,8 @@ pub struct Env<'a> {
     /// With contact groups and checkpoints: where a group logs its island at the ticks it
     /// records that the log wants ([`IslandLog`]).
     pub islands: Option<&'a IslandLog>,
+    /// How far past the GVT entities step now (at most the window; see [`super::lead`]).
+    pub lead: &'a Lead,
 }
 
 /// Why a turn ended: what would let the entity go on.
@@ -226,7 +229,7 @@ pub struct Entity {
     pending: BTreeSet<(Instance, Kind, BodyId)>,
     /// Ticks `< recorded` are recorded in the GVT buffer.
     recorded: Tick,
-    /// How far past the GVT this entity speculates now (`1 ..= window`): halved by every
+    /// How far past the GVT this entity speculates now (`1 ..= ` the lead): halved by every
     /// rollback, doubled by every turn without one. Only a matter of speed: committed states
     /// do not depend on how far anyone speculated.
     reach: u64,
@@ -435,11 +438,11 @@ impl Entity {
             return Ok(Turn::Undo(k));
         }
         let gvt = env.gvt.gvt();
-        let window = env.gvt.window();
+        let lead = env.lead.get();
         self.reach = if self.stats.rollbacks > rollbacks {
-            (self.reach.min(window) / 2).max(1)
+            (self.reach.min(lead) / 2).max(1)
         } else {
-            self.reach.saturating_mul(2).min(window)
+            self.reach.saturating_mul(2).min(lead)
         };
         let mut ub = (gvt + self.reach).min(env.end);
         if self.speculative && gvt <= self.birth {

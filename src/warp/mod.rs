@@ -27,6 +27,8 @@
 //!   tick, and the undo of a speculative one.
 //! - [`announcements`]: the hand-off of group changes announced by turns to the worker that
 //!   makes them once their tick is committed.
+//! - [`lead`]: how far past the GVT entities step, adapted under the window: longer when
+//!   workers starve, shorter when they do not.
 //! - [`engine`]: entities as soft-threads on a work-stealing pool; messages routed to the
 //!   entity holding each body; group changes made speculatively or once their tick is
 //!   committed, and undone; committed frames out.
@@ -43,6 +45,7 @@ pub mod group_rules;
 pub mod groups;
 pub mod gvt;
 pub mod island_log;
+pub mod lead;
 pub mod message;
 pub mod profile;
 pub mod reference;
