@@ -26,8 +26,9 @@
 //!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
 //!   leave the cores to the busy ones, which matters most when threads outnumber cores;
 //! * `LVT_ub` is `GVT + lead`, the run's [`super::lead`], at most the window: a worker about
-//!   to sleep for want of a task doubles it, and it halves again once the GVT has gone a few
-//!   leads with no worker starving (`--full-window`: the window itself, as in the paper).
+//!   to sleep for want of a task doubles it (once per GVT value), and it halves again once
+//!   the GVT has gone 128 ticks with no worker starving (`--full-window`: the window itself,
+//!   as in the paper).
 //!
 //! **Contact groups** ([`WarpConfig::groups`], seed 001, Section 4.4). Each entity lives in the
 //! slot of its smallest body; with groups the other bodies' slots are empty. Messages are
@@ -54,10 +55,12 @@
 //! their share of the buckets. (The calling thread did this before, between frames; with 64
 //! workers on 2 cores it got a 65th of the processors, the sweep fell behind the GVT by
 //! seconds, and the table held up to twice the entries it needs: `bouncing` 2000, 64 workers,
-//! live heap 0.77-1.23 GB against 0.53 GB with 2 workers.) The whole table is swept once per
-//! two leads (at most once per window), so entries stay behind the GVT about as long as
-//! entities run ahead of it (`parallel` 2000, one worker, lead 32: peak RSS 440 MB with one
-//! sweep per window of 256, 285 MB with one per 64 ticks, no slower).
+//! live heap 0.77-1.23 GB against 0.53 GB with 2 workers.) A sweep looks only at the buckets
+//! that writes and naps noted in the TVHT's ledger under the slices the GVT passed: sweeping
+//! the whole table round robin once per window looked mostly at empty buckets (5-7% of the
+//! time of a run) and left entries up to a window behind the GVT; once per two leads of 32
+//! ticks it took a third less memory on `parallel` 2000, but a quarter of the time of
+//! `pyramids` 1100 (10 s, one worker) went to empty buckets.
 //!
 //! **Chaos.** A test-only mode ([`WarpConfig::chaos`]) perturbs the schedule from a seed: random
 //! yields and sleeps before turns, random spins between pushing a message and scheduling its
@@ -294,7 +297,7 @@ struct Shared<'a> {
     stop: AtomicBool,
     error: Mutex<Option<String>>,
     gvt_seen: AtomicU64,
-    /// The TVHT is swept up to this tick (its floor); see `sweep`.
+    /// The TVHT has been swept up to this tick (its floor); see `sweep`.
     swept_to: AtomicU64,
     /// Idle workers asleep (see `idle`): how many, which, and how to wake each.
     sleepers: AtomicUsize,
@@ -335,12 +338,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// An idle worker sleeps at most this long before it looks for work again (a safety net: a
 /// task pushed while it was falling asleep wakes it at once, see `Shared::idle`).
 const IDLE_NAP: Duration = Duration::from_millis(1);
-
-/// The TVHT is swept whole once per this many leads (see `Shared::sweep`).
-const SWEEP_LEADS: Tick = 2;
-
-/// The most committed ticks one `Shared::sweep` claims (so one turn's sweep stays short).
-const SWEEP_CLAIM: Tick = 16;
 
 impl Shared<'_> {
     fn schedule(&self, id: BodyId, local: &Worker<BodyId>) {
@@ -419,29 +416,14 @@ impl Shared<'_> {
         self.stop.load(Ordering::SeqCst) || self.env.gvt.gvt() > self.env.end
     }
 
-    /// Sweeps the TVHT behind the GVT, if it moved since the last sweep: claims the ticks
-    /// from the last sweep's to the one before the GVT (at most [`SWEEP_CLAIM`] of them) and
-    /// sweeps enough buckets for each that the whole table is swept about once per
-    /// [`SWEEP_LEADS`] leads (at most once per window), and the work is shared by whichever
-    /// workers run, in step with the GVT. Entries behind the GVT thus stay about as many ticks
-    /// as entities run ahead of it.
+    /// Sweeps the TVHT behind the GVT, if it moved since anyone last looked: the buckets its
+    /// ledger noted under the time slices the GVT has passed ([`Tvht::prune_touched`]; each
+    /// slice is swept by one worker, whichever claims it), so the work is shared by whichever
+    /// workers run, in step with the GVT.
     fn sweep(&self) {
         let target = self.env.gvt.gvt().saturating_sub(1);
-        let from = self.swept_to.load(Ordering::Acquire);
-        if target <= from {
-            return;
-        }
-        let to = target.min(from + SWEEP_CLAIM);
-        if self
-            .swept_to
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            // `prune_step` sweeps at most the whole table, however many buckets are asked.
-            let period = (SWEEP_LEADS * self.env.lead.get()).min(self.env.gvt.window());
-            let per_tick = self.env.tvht.slots().div_ceil(period.max(1) as usize);
-            let buckets = ((to - from) as usize).saturating_mul(per_tick);
-            self.env.tvht.prune_step(to, buckets);
+        if self.swept_to.fetch_max(target, Ordering::AcqRel) < target {
+            self.env.tvht.prune_touched(target);
         }
     }
 

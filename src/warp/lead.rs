@@ -22,10 +22,13 @@
 //! So the engine keeps a **lead**, between [`LEAD_FLOOR`] (or the window, if smaller) and the
 //! window, that entities use instead of the window, and adapts it to the one signal that says
 //! it is too short: a worker that finds no entity to run, after it has looked for a while
-//! (its back-off completed), doubles it ([`Lead::starved`]). A lead that has gone
-//! [`CALM_LEADS`] times its own length of GVT without such a worker is halved, down to the
-//! floor ([`Lead::settle`]). One worker never starves while an entity can step, so it stays
-//! at the floor; many workers on few busy entities raise it towards the window.
+//! (its back-off completed), doubles it ([`Lead::starved`]), once per GVT value however many
+//! workers starve at it. After [`CALM_TICKS`] of GVT without such a worker it is halved, down
+//! to the floor ([`Lead::settle`]). One worker never starves while an entity can step, so it
+//! stays at the floor; many workers on few busy entities raise it towards the window. (A
+//! first version doubled it at every starving worker and halved it only after four of its own
+//! lengths: two workers starving together at the start of a run took it to the window and
+//! kept it there for a simulated second or two.)
 //!
 //! The lead is one atomic word read with relaxed loads: any value between 1 and the window is
 //! correct (committed frames are bit-identical for any window, DESIGN.md), so no ordering is
@@ -38,17 +41,19 @@ use crate::primitive::{AtomicU64, Ordering};
 /// window at 32-64 ticks on every scene on 1 and 2 workers.
 pub const LEAD_FLOOR: Tick = 32;
 
-/// A lead is halved once the GVT has advanced this many times its length since it last
-/// changed with no worker starving.
-pub const CALM_LEADS: Tick = 4;
+/// A lead is halved once the GVT has advanced this many ticks since it last changed or a
+/// worker last starved.
+pub const CALM_TICKS: Tick = 4 * LEAD_FLOOR;
 
 /// The lead of one run (see the module documentation).
 pub struct Lead {
     window: Tick,
     floor: Tick,
     cap: AtomicU64,
-    /// The GVT when the lead last changed (or a starving worker last kept it).
+    /// The GVT when the lead last changed or a worker last starved.
     since: AtomicU64,
+    /// The GVT at which a starving worker last doubled it (or tried: at the window).
+    raised_at: AtomicU64,
     raised: AtomicU64,
     lowered: AtomicU64,
 }
@@ -73,6 +78,7 @@ impl Lead {
             floor,
             cap: AtomicU64::new(floor),
             since: AtomicU64::new(0),
+            raised_at: AtomicU64::new(Tick::MAX),
             raised: AtomicU64::new(0),
             lowered: AtomicU64::new(0),
         }
@@ -94,9 +100,13 @@ impl Lead {
         self.cap.load(Ordering::Relaxed)
     }
 
-    /// A worker found no entity to run at GVT `gvt`: doubles the lead, up to the window.
+    /// A worker found no entity to run at GVT `gvt`: doubles the lead, up to the window, unless
+    /// it was doubled at this GVT already.
     pub fn starved(&self, gvt: Tick) {
         self.since.store(gvt, Ordering::Relaxed);
+        if self.raised_at.swap(gvt, Ordering::Relaxed) == gvt {
+            return;
+        }
         let cap = self.get();
         if cap < self.window
             && self
@@ -114,12 +124,12 @@ impl Lead {
     }
 
     /// The GVT is at `gvt`: halves the lead, down to the floor, if it has been calm for
-    /// [`CALM_LEADS`] leads.
+    /// [`CALM_TICKS`].
     pub fn settle(&self, gvt: Tick) {
         let cap = self.get();
         let since = self.since.load(Ordering::Relaxed);
         if cap > self.floor
-            && gvt >= since + CALM_LEADS * cap
+            && gvt >= since.saturating_add(CALM_TICKS)
             && self
                 .cap
                 .compare_exchange(
@@ -155,26 +165,37 @@ mod tests {
         assert_eq!(l.get(), LEAD_FLOOR);
         l.starved(10);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
-        for _ in 0..10 {
-            l.starved(10);
+        // Other workers starving at the same GVT do not double it again.
+        l.starved(10);
+        l.starved(10);
+        assert_eq!(l.get(), 2 * LEAD_FLOOR);
+        for g in 11..20 {
+            l.starved(g);
         }
         assert_eq!(l.get(), 256, "never past the window");
-        // Not calm long enough yet: CALM_LEADS leads of GVT since the last starving worker.
-        l.settle(10 + CALM_LEADS * 256 - 1);
+        // Not calm long enough yet: CALM_TICKS of GVT since the last starving worker (at 19).
+        l.settle(19 + CALM_TICKS - 1);
         assert_eq!(l.get(), 256);
-        l.settle(10 + CALM_LEADS * 256);
+        l.settle(19 + CALM_TICKS);
         assert_eq!(l.get(), 128);
-        // The next halving needs another calm stretch, of the new lead's length.
-        l.settle(10 + CALM_LEADS * 256 + CALM_LEADS * 128 - 1);
+        // The next halving needs another calm stretch.
+        l.settle(19 + 2 * CALM_TICKS - 1);
         assert_eq!(l.get(), 128);
-        let mut g = 10 + CALM_LEADS * 256;
+        let mut g = 19 + CALM_TICKS;
         for _ in 0..10 {
-            g += CALM_LEADS * 256;
+            g += CALM_TICKS;
             l.settle(g);
         }
         assert_eq!(l.get(), LEAD_FLOOR, "never below the floor");
         let s = l.stats();
         assert_eq!((s.lead, s.raised, s.lowered), (LEAD_FLOOR, 3, 3));
+        // A worker starving resets the calm stretch.
+        l.starved(g);
+        assert_eq!(l.get(), 2 * LEAD_FLOOR);
+        l.settle(g + CALM_TICKS / 2);
+        l.starved(g + CALM_TICKS / 2);
+        l.settle(g + CALM_TICKS);
+        assert_eq!(l.get(), 4 * LEAD_FLOOR);
     }
 
     #[test]
