@@ -1,9 +1,10 @@
 //! # warp: object-centric timewarp (seed 000, Koenig, Karamouzas and Guy)
 //!
 //! Every entity — a free body, or an island of bodies in persistent contact — runs on its own
-//! local virtual time (LVT), in integer ticks, up to `LVT_ub = GVT + window`. Two shared
-//! structures tie the entities together, both guarded through the [`sync`](crate::sync) seam
-//! (STM transactions or ordered bucket locks):
+//! local virtual time (LVT), in integer ticks, up to `LVT_ub = GVT + window` (in this engine
+//! `GVT + lead`, an adaptive bound under the window: [`lead`]). Two shared structures tie the
+//! entities together, both guarded through the [`sync`](crate::sync) seam (STM transactions
+//! or ordered bucket locks):
 //!
 //! - [`tvht`]: the temporal volumetric hash table (Section 4). Each substep's state is written
 //!   into the buckets of the cells its AABB overlaps; a write that meets another entity's entry
