@@ -463,6 +463,54 @@ fn the_default_run_is_cylinders_with_200_spheres_in_the_warp_engine_with_groups(
     assert!(text(&both.stderr).contains("warp engine option"));
 }
 
+/// `--full-window`: the warp engine speculates as far as the window, with the same frames as
+/// under the adaptive lead; the frame engine refuses it.
+#[test]
+fn full_window_keeps_the_frames_and_is_a_warp_engine_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "bouncing",
+            "--bodies",
+            "20",
+            "--seconds",
+            "0.2",
+            "--checksum",
+        ];
+        args.extend_from_slice(extra);
+        let out = timewarp(&args, dir.path());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let checksum = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("checksum: "))
+            .map(String::from)
+    };
+    let lead = run(&[]);
+    let full = run(&["--full-window"]);
+    assert!(lead.contains(" of window 256 at the end"), "{lead}");
+    assert!(
+        full.contains("(lead 256 of window 256 at the end; raised 0, lowered 0 times)"),
+        "{full}"
+    );
+    assert_eq!(checksum(&lead), checksum(&full));
+    assert!(checksum(&lead).is_some(), "{lead}");
+    fails(
+        &[
+            "run",
+            "--seconds",
+            "0.05",
+            "--engine",
+            "frame",
+            "--full-window",
+        ],
+        dir.path(),
+        &["--full-window", "warp engine option"],
+    );
+}
+
 #[test]
 fn bench_prints_a_table_and_writes_json_and_plots() {
     let dir = tempfile::tempdir().unwrap();

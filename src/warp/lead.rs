@@ -69,10 +69,20 @@ pub struct LeadStats {
 }
 
 impl Lead {
-    /// The lead of a run with `window` (>= 1), starting at the floor.
+    /// The lead of a run with `window` (taken as 1 if 0), starting at the floor.
     pub fn new(window: Tick) -> Lead {
+        Lead::with_floor(window, LEAD_FLOOR)
+    }
+
+    /// A lead fixed at the window (never moves: for models and tests of the window itself).
+    pub fn fixed(window: Tick) -> Lead {
+        Lead::with_floor(window, Tick::MAX)
+    }
+
+    /// A lead between `floor` (at most the window) and the window, starting at the floor.
+    fn with_floor(window: Tick, floor: Tick) -> Lead {
         let window = window.max(1);
-        let floor = LEAD_FLOOR.min(window);
+        let floor = floor.min(window);
         Lead {
             window,
             floor,
@@ -81,16 +91,6 @@ impl Lead {
             raised_at: AtomicU64::new(Tick::MAX),
             raised: AtomicU64::new(0),
             lowered: AtomicU64::new(0),
-        }
-    }
-
-    /// A lead fixed at the window (never moves: for models and tests of the window itself).
-    pub fn fixed(window: Tick) -> Lead {
-        let l = Lead::new(window);
-        l.cap.store(l.window, Ordering::Relaxed);
-        Lead {
-            floor: l.window,
-            ..l
         }
     }
 

@@ -517,6 +517,19 @@ impl Planned {
     fn sleep_buckets(&self, p: &Plan) -> &[usize] {
         &self.keys[p.sleep.clone()]
     }
+
+    /// Of `plans` (a prefix of the request's), those whose ranges of keys are their own: a
+    /// plan that shares an earlier plan's ranges (its body's plan at the step before, same
+    /// cells and slice) is left out. New ranges are appended to `keys`, so a plan's are its own
+    /// if they start at or after the end of every earlier plan's.
+    fn distinct<'p>(&'p self, plans: &'p [Plan]) -> impl Iterator<Item = &'p Plan> + 'p {
+        let mut end = 0;
+        plans.iter().filter(move |p| {
+            let own = p.buckets.start >= end;
+            end = end.max(p.sleep.end);
+            own
+        })
+    }
 }
 
 /// The temporal volumetric hash table.
@@ -882,20 +895,12 @@ impl Tvht {
                 // The buckets the written steps put entries in, and, if the last one met
                 // sleep records, the sleep buckets it may have put their contacts in.
                 let plans = &planned.plans[..steps[..n].iter().map(|s| s.bodies.len()).sum()];
-                let mut keys = Vec::new();
-                let mut last = None;
-                for p in plans {
-                    if last != Some(p.buckets.start) {
-                        keys.extend_from_slice(planned.buckets(p));
-                        last = Some(p.buckets.start);
-                    }
-                }
-                if !c.is_empty() {
-                    for p in plans {
-                        keys.extend_from_slice(planned.sleep_buckets(p));
-                    }
-                }
-                self.note(entity, steps[n - 1].tick, &keys);
+                let entries = planned.distinct(plans).flat_map(|p| planned.buckets(p));
+                let woken = planned
+                    .distinct(plans)
+                    .filter(|_| !c.is_empty())
+                    .flat_map(|p| planned.sleep_buckets(p));
+                self.note(entity, steps[n - 1].tick, entries.chain(woken).copied());
             }
             c.sort_unstable_by_key(Contact::key);
             (n, c)
@@ -1242,11 +1247,8 @@ impl Tvht {
         });
         out.map(|(last, mut c)| {
             // Only the sleep buckets change (the others were only looked at).
-            let changed: Vec<usize> = sleep
-                .iter()
-                .flat_map(|r| keys[r.clone()].to_vec())
-                .collect();
-            self.note(entity, last, &changed);
+            let changed = sleep.iter().flat_map(|r| keys[r.clone()].iter().copied());
+            self.note(entity, last, changed);
             c.sort_unstable_by_key(Contact::key);
             (last, c)
         })
@@ -1336,13 +1338,13 @@ impl Tvht {
     /// Notes in the ledger that a section of `entity` changed buckets `keys`, the newest tick
     /// it put in any being `tick`: they are swept once the floor passes that tick's slice.
     /// Outside the section (which may have run several times), after it committed.
-    fn note(&self, entity: EntityId, tick: Tick, keys: &[usize]) {
+    fn note(&self, entity: EntityId, tick: Tick, keys: impl Iterator<Item = usize>) {
         let slice = tick >> self.span_shift;
         let i = (slice as usize % LEDGER_RING) * LEDGER_SHARDS + entity as usize % LEDGER_SHARDS;
         self.ledger[i]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(keys.iter().map(|&k| (slice, k)));
+            .extend(keys.map(|k| (slice, k)));
     }
 
     /// Raises the floor to `tick` (`<= GVT`) and sweeps the buckets the ledger noted under
@@ -1391,8 +1393,9 @@ impl Tvht {
         }
     }
 
-    /// How many bucket notes the ledger holds (for tests: it must not grow without bound).
-    pub fn noted(&self) -> usize {
+    /// How many bucket notes the ledger holds (it must not grow without bound).
+    #[cfg(test)]
+    fn noted(&self) -> usize {
         self.ledger
             .iter()
             .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).len())
