@@ -627,6 +627,10 @@ struct Planned {
     plans: Vec<Plan>,
     keys: Vec<usize>,
     seen: Vec<(Tick, BodyId)>,
+    /// The request's distinct keys, sorted: the section's [`View::keys`].
+    sorted: Vec<usize>,
+    /// For each of `keys`, its position in `sorted` (for [`View::at`]: no search per look).
+    at: Vec<usize>,
 }
 
 impl Planned {
@@ -646,6 +650,16 @@ impl Planned {
     /// The distinct buckets of a plan.
     fn buckets(&self, p: &Plan) -> &[usize] {
         &self.keys[p.buckets.clone()]
+    }
+
+    /// The view positions of a plan's distinct buckets.
+    fn slots(&self, p: &Plan) -> &[usize] {
+        &self.at[p.buckets.clone()]
+    }
+
+    /// The view positions of a plan's distinct sleep buckets.
+    fn sleep_slots(&self, p: &Plan) -> &[usize] {
+        &self.at[p.sleep.clone()]
     }
 
     /// The distinct sleep buckets of a plan.
@@ -981,7 +995,20 @@ impl Tvht {
                 });
             }
         }
-        Ok(Planned { plans, keys, seen })
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let at = keys
+            .iter()
+            .map(|k| sorted.binary_search(k).expect("a key of the request"))
+            .collect();
+        Ok(Planned {
+            plans,
+            keys,
+            seen,
+            sorted,
+            at,
+        })
     }
 
     /// One section of the seam over `keys` (see the module documentation). In a test-only
@@ -1041,11 +1068,10 @@ impl Tvht {
             .fold((BodyId::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
         let floor = self.floor();
         let runs = runs_of(entity, first_tag, steps);
-        let out = self.section(&planned.keys, |view| {
+        let out = self.section(&planned.sorted, |view| {
             // Check everything before changing anything: one pass over each bucket.
             for i in 0..view.keys().len() {
-                let k = view.keys()[i];
-                if let Some(e) = view.get(k).within(tmin, tmax).find(|e| {
+                if let Some(e) = view.at(i).within(tmin, tmax).find(|e| {
                     e.body >= bmin
                         && e.body <= bmax
                         && seen.binary_search(&(e.tick, e.body)).is_ok()
@@ -1060,9 +1086,9 @@ impl Tvht {
             for (s, ps) in planned.per_step(steps) {
                 for p in ps {
                     if planned
-                        .sleep_buckets(p)
+                        .sleep_slots(p)
                         .iter()
-                        .any(|&k| view.get(k).record(p.body, s.tick).is_some())
+                        .any(|&i| view.at(i).record(p.body, s.tick).is_some())
                     {
                         return Err(TvhtError::Duplicate {
                             body: p.body,
@@ -1073,9 +1099,8 @@ impl Tvht {
             }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
             for i in 0..view.keys().len() {
-                let k = view.keys()[i];
-                if view.get(k).has_old(floor) {
-                    view.get_mut(k).prune(floor);
+                if view.at(i).has_old(floor) {
+                    view.at_mut(i).prune(floor);
                 }
             }
             let mut at = 0;
@@ -1105,24 +1130,24 @@ impl Tvht {
         })
     }
 
-    /// Writes one step inside a section (its entries are those of `runs` from the `at`th on,
-    /// one per body); returns its contacts.
+    /// Writes one step inside a section (its entries are those of `runs` from the `from`th
+    /// on, one per body); returns its contacts.
     fn write_one(
         &self,
         view: &mut View<'_, Bucket>,
         entity: EntityId,
         s: &Step<'_>,
         plans: &[Plan],
-        (runs, at): (&Runs, usize),
+        (runs, from): (&Runs, usize),
         planned: &Planned,
     ) -> Vec<Contact> {
         let mut contacts = Vec::new();
         for (j, p) in plans.iter().enumerate() {
-            let (run, i) = runs.slot(at + j);
+            let (run, i) = runs.slot(from + j);
             let me = run[i];
-            for &k in planned.buckets(p) {
+            for (&k, &at) in planned.buckets(p).iter().zip(planned.slots(p)) {
                 let first = contacts.len();
-                for x in view.get(k).at(s.tick) {
+                for x in view.at(at).at(s.tick) {
                     if x.entity != entity && x.aabb.overlaps(&me.aabb) {
                         let xl = self.lo_of(&x.aabb);
                         let owner = [p.lo[0].max(xl[0]), p.lo[1].max(xl[1]), p.lo[2].max(xl[2])];
@@ -1131,7 +1156,7 @@ impl Tvht {
                         }
                     }
                 }
-                let bucket = view.get_mut(k);
+                let bucket = view.at_mut(at);
                 for c in &contacts[first..] {
                     let key = c.key();
                     bucket.contacts.push(ContactRec {
@@ -1147,9 +1172,9 @@ impl Tvht {
             if me.asleep {
                 continue;
             }
-            for &k in planned.sleep_buckets(p) {
+            for (&k, &at) in planned.sleep_buckets(p).iter().zip(planned.sleep_slots(p)) {
                 let first = contacts.len();
-                for r in &view.get(k).records {
+                for r in &view.at(at).records {
                     if r.covers(s.tick)
                         && r.entity != entity
                         && r.aabb.overlaps(&me.aabb)
@@ -1159,7 +1184,7 @@ impl Tvht {
                     }
                 }
                 if contacts.len() > first {
-                    let bucket = view.get_mut(k);
+                    let bucket = view.at_mut(at);
                     for c in &contacts[first..] {
                         let sleeper = c.other(entity).expect("a record of another entity").body;
                         bucket.woken.push(SleepContact { awake: me, sleeper });
@@ -1607,17 +1632,12 @@ impl Tvht {
     }
 
     fn prune_bucket(&self, k: usize, floor: Tick) -> usize {
-        // A read-only look first (no copy, no write under the STM): most buckets of a sweep
-        // hold nothing old. Entries only age, so a bucket seen clean may be swept next time.
-        if !self.table.read(k, |b| b.has_old(floor)) {
-            return 0;
-        }
-        self.table.section(&[k], |v| {
-            if !v.get(k).has_old(floor) {
-                return 0;
-            }
-            v.get_mut(k).prune(floor)
-        })
+        // Changed only if it holds something old (under the STM, seen first on a read-only
+        // look): most buckets of a sweep do not. Entries only age, so a bucket seen clean may
+        // be swept next time.
+        self.table
+            .update_if(k, |b| b.has_old(floor), |b| b.prune(floor))
+            .unwrap_or(0)
     }
 
     /// Every live entry (each once, whatever the number of cells it covers), sorted by tick
