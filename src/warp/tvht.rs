@@ -407,16 +407,21 @@ impl Run {
         (i < RUN_TICKS && self.present >> i & 1 == 1).then(|| &self.entries[i as usize])
     }
 
-    /// The entries this bucket holds, in tick order.
-    fn iter(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
+    /// The indices of the entries this bucket holds, in tick order.
+    fn held(&self) -> impl Iterator<Item = usize> + use<> {
         let mut bits = self.present;
         std::iter::from_fn(move || {
             (bits != 0).then(|| {
                 let i = bits.trailing_zeros();
                 bits &= bits - 1;
-                &self.entries[i as usize]
+                i as usize
             })
         })
+    }
+
+    /// The entries this bucket holds, in tick order.
+    fn iter(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
+        self.held().map(|i| &self.entries[i])
     }
 
     /// The first and last ticks held (the run is never empty in a bucket).
@@ -514,6 +519,21 @@ impl Bucket {
             .filter(move |r| r.meets(from, to))
             .flat_map(|r| r.iter())
             .filter(move |e| from <= e.tick && e.tick <= to)
+    }
+
+    /// The (tick, body) of every entry held of the bodies `bodies.0 ..= bodies.1` at ticks
+    /// `from ..= to`, from the runs alone (without reading the entries: a cheap check for
+    /// entries already there).
+    fn held(
+        &self,
+        (from, to): (Tick, Tick),
+        bodies: (BodyId, BodyId),
+    ) -> impl Iterator<Item = (Tick, BodyId)> + '_ {
+        self.runs
+            .iter()
+            .filter(move |r| bodies.0 <= r.body && r.body <= bodies.1 && r.meets(from, to))
+            .flat_map(|r| r.held().map(|i| (r.first + i as Tick, r.body)))
+            .filter(move |&(t, _)| from <= t && t <= to)
     }
 
     /// Every entry held.
@@ -1071,15 +1091,12 @@ impl Tvht {
         let out = self.section(&planned.sorted, |view| {
             // Check everything before changing anything: one pass over each bucket.
             for i in 0..view.keys().len() {
-                if let Some(e) = view.at(i).within(tmin, tmax).find(|e| {
-                    e.body >= bmin
-                        && e.body <= bmax
-                        && seen.binary_search(&(e.tick, e.body)).is_ok()
-                }) {
-                    return Err(TvhtError::Duplicate {
-                        body: e.body,
-                        tick: e.tick,
-                    });
+                if let Some((tick, body)) = view
+                    .at(i)
+                    .held((tmin, tmax), (bmin, bmax))
+                    .find(|p| seen.binary_search(p).is_ok())
+                {
+                    return Err(TvhtError::Duplicate { body, tick });
                 }
             }
             // Nor a sleep record of one of the request's bodies at one of its ticks.
@@ -1389,11 +1406,10 @@ impl Tvht {
             }
             for (b, ks) in bodies.iter().zip(main) {
                 for &k in &keys[ks.clone()] {
-                    if let Some(e) = view.get(k).within(from, to).find(|e| e.body == b.body) {
-                        return Err(TvhtError::Duplicate {
-                            body: e.body,
-                            tick: e.tick,
-                        });
+                    if let Some((tick, body)) =
+                        view.get(k).held((from, to), (b.body, b.body)).next()
+                    {
+                        return Err(TvhtError::Duplicate { body, tick });
                     }
                 }
             }
