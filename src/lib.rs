@@ -26,6 +26,7 @@
 //! - [`bench`]: `timewarp bench`, sweeps of scenes x sizes x threads x backends x engines
 //!   through the run loop: Markdown table, JSON, SVG plots, the parallelism estimate.
 
+pub mod allocator;
 pub mod bench;
 pub mod checkpoint;
 pub mod dynamics;

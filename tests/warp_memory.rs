@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use timewarp::scene::builtin;
 use timewarp::warp::{WarpConfig, run_warp};
 
-/// The binary's allocator (mimalloc, see `src/main.rs`), counting the bytes the program holds,
+/// The binary's allocator (mimalloc, see `src/main.rs`, with the settings of
+/// `src/allocator.rs`), counting the bytes the program holds,
 /// so that the run measures what `timewarp run` does. The resident set also counts
 /// what the allocator keeps for itself (arenas, fragments): the live count tells a program
 /// that holds more and more (a leak, garbage not reclaimed) from an allocator that does.
@@ -114,6 +115,9 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// workers and checks that the peak RSS at the end is within 10% of the peak at `early_s`
 /// (scaled with the run when the seconds are overridden); every committed state finite.
 fn flat_memory(bodies: usize, seconds: u64, threads: usize, early_s: u64) {
+    // The binary's allocator settings (`src/allocator.rs`), so that this measures what
+    // `timewarp run` does.
+    timewarp::allocator::configure();
     let seconds_run = env_or("TIMEWARP_MEMORY_SECONDS", seconds);
     // A shortened run keeps the early mark if it still falls inside it, else takes its middle.
     let early_s = if early_s < seconds_run {

@@ -1,0 +1,72 @@
+//! The allocator of the `timewarp` binary, and its one setting.
+//!
+//! The binary allocates with mimalloc (`src/main.rs` says why: the warp engine allocates on one
+//! thread and frees on another all the time, and glibc's arenas serialise that). mimalloc gives
+//! freed pages back to the operating system ("purges" them) a second after they fall empty, and
+//! takes fresh ones when it needs room again; each fresh page is zeroed by the kernel on first
+//! touch. The warp engine's working set is steady (states, TVHT runs and GVT records from the
+//! GVT to the lead, reclaimed as the GVT moves on) but it churns: what one tick frees, the next
+//! allocates. With the default delay, that churn went through the kernel: some runs spent a
+//! third of their time zeroing pages (`clear_page_erms`; `parallel` 2000 over 1 s on one worker:
+//! 0.3-0.6 s of system time in 1.2-1.7 s, on other runs 0.05 s), and the peak resident set
+//! ratcheted up over a long run as purged pages were taken back while others waited out their
+//! delay (`tests/warp_memory.rs`, bouncing 500: peak RSS +12.6% from 20 s to 120 s while the
+//! heap the program held stayed at 26-27 MiB).
+//!
+//! So [`configure`] tells mimalloc never to purge during the run: the resident set is then the
+//! allocator's high-water mark, reached early and held (bouncing 500 over 60 s: +2.6% from 20 s
+//! to the end, against +11.6% with the default delay and +4.9% with immediate purges, which cost
+//! 5-10% of the time in system calls and faults). `MIMALLOC_PURGE_DELAY` in the environment
+//! still wins (mimalloc's own option), for comparisons.
+
+// The symbols below are mimalloc's, linked through the `mimalloc` crate.
+extern crate mimalloc as _;
+
+use std::ffi::{c_int, c_long};
+
+/// `mi_option_purge_delay` in the `mi_option_e` enumeration of the mimalloc sources that
+/// `libmimalloc-sys` 0.1.49 builds (v3, `include/mimalloc.h`); the crate's bindings stop short
+/// of it. Its default is 1000 (ms; the header's comment says 10, its `options.c` sets 1000); -1
+/// never purges. `Cargo.lock` pins the version, and a test
+/// checks the default.
+const PURGE_DELAY: c_int = 15;
+
+unsafe extern "C" {
+    fn mi_option_get(option: c_int) -> c_long;
+    fn mi_option_set(option: c_int, value: c_long);
+}
+
+/// Applies the binary's allocator settings (see the module documentation): call it first
+/// thing, before the engine allocates. Does nothing if `MIMALLOC_PURGE_DELAY` is set.
+pub fn configure() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: `mi_option_set` only stores an integer in mimalloc's option table (any
+        // thread, any time); `PURGE_DELAY` is a valid option index of the linked mimalloc,
+        // and -1 a documented value of it.
+        unsafe { mi_option_set(PURGE_DELAY, -1) };
+    }
+}
+
+/// mimalloc's purge delay now, in ms (-1: never).
+pub fn purge_delay() -> i64 {
+    // SAFETY: `mi_option_get` only reads mimalloc's option table; the index is valid.
+    unsafe { mi_option_get(PURGE_DELAY) as i64 }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The option index is the purge delay's: before `configure` it holds mimalloc's
+    /// default, 1000 ms (or what the environment sets), and after it -1 (or still
+    /// what the environment sets).
+    #[test]
+    fn configure_turns_purging_off() {
+        let env: Option<i64> = std::env::var("MIMALLOC_PURGE_DELAY")
+            .ok()
+            .map(|v| v.trim().parse().expect("a number of ms"));
+        assert_eq!(purge_delay(), env.unwrap_or(1000), "option {PURGE_DELAY}");
+        configure();
+        assert_eq!(purge_delay(), env.unwrap_or(-1));
+    }
+}
