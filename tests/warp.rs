@@ -205,3 +205,49 @@ fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     let many = run(32, false);
     assert!(many.lead.raised > 0, "32 workers never starved: {many:?}");
 }
+
+/// Two spheres held apart on a diagonal, without gravity: their boxes overlap at every tick,
+/// the spheres never touch. An entity's batch ends at the first contact that makes an event,
+/// not at the first overlap of boxes: the second writer of each tick met the other's box and
+/// used to end its batch there (one tick a turn from then on: on `bouncing` 2000 a body took a
+/// turn every 3 ticks, against 32 on `parallel`). Frames equal the reference, no event, and
+/// the two entities take few turns.
+#[test]
+fn boxes_that_overlap_without_touching_do_not_end_a_batch() {
+    let scene = timewarp::scene::from_toml_str(
+        r#"
+[world]
+gravity = [0.0, 0.0, 0.0]
+ticks_per_second = 960
+frame_ticks = 16
+
+[[body]]
+shape = "sphere"
+radius = 0.5
+position = [0.0, 0.0, 0.0]
+
+[[body]]
+shape = "sphere"
+radius = 0.5
+position = [0.7, 0.7, 0.7]
+"#,
+    )
+    .unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let ticks = 960;
+    let want = bits(&reference_frames(&rules, 16, ticks));
+    let config = WarpConfig {
+        threads: 1,
+        groups: false,
+        ..WarpConfig::default()
+    };
+    let (got, stats) = warp_frames(&scene, config, ticks);
+    assert!(bits(&got) == want, "frames differ from the reference");
+    assert_eq!(stats.events, 0, "{stats:?}");
+    // 2 entities x 960 ticks; one tick a turn would be 1920 turns.
+    assert!(
+        stats.turns <= 2 * ticks / 8,
+        "{} turns: {stats:?}",
+        stats.turns
+    );
+}

@@ -27,9 +27,10 @@
 //!   across entities: the antievents make their receivers roll back in turn.
 //! * **Step** (Algorithms 5 and 6): from `s_LVT` and the contacts at `LVT` compute the states
 //!   up to `LVT_ub` (at most [`BATCH`] ticks a turn), write them into the TVHT in one section,
-//!   which stops at the first tick that meets a contact. Every such contact that is a collision
-//!   (rules in [`super::rules`]) becomes an event to the other body and a pending ack. The
-//!   states computed past that tick are thrown away, so the batch adapts: after a write that
+//!   which stops at the first tick that meets a contact that is a collision (rules in
+//!   [`super::rules`]; boxes that overlap while the bodies do not touch are recorded and
+//!   passed: they change nothing). Every such collision becomes an event to the other body and
+//!   a pending ack. The states computed past that tick are thrown away, so the batch adapts: after a write that
 //!   stopped at its `i`-th tick the next batch is `i` ticks, after a full write it doubles (up
 //!   to [`BATCH`]). A body resting on another meets a contact every tick: it then computes
 //!   one tick a turn instead of 32 and its section names the buckets of one tick, not of three
@@ -961,7 +962,15 @@ impl Entity {
                 bodies: b,
             })
             .collect();
-        let result = env.tvht.write_steps_tagged(self.id, self.next_tag, &steps);
+        // The batch ends at the first contact that makes an event ([`Entity::report`] acts on
+        // no other): overlapping boxes of bodies that do not touch change nothing.
+        let touch = |c: &Contact| {
+            env.rules
+                .in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
+        };
+        let result = env
+            .tvht
+            .write_steps_until(self.id, self.next_tag, &steps, touch);
         drop(steps);
         let (written, found) = result.map_err(|e| e.to_string())?;
         for (i, b) in new.iter().take(written * nb).enumerate() {

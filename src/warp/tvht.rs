@@ -60,7 +60,8 @@
 //! entities at the same tick has exactly one contact record, in its owner bucket" holds after
 //! every section, and [`Tvht::validate`] checks it. Like Algorithm 6, [`Tvht::write_steps`]
 //! takes the buckets of a whole step at once and writes substeps in order until the first one
-//! that meets a contact; like Algorithm 7, [`Tvht::delete_steps`] deletes a whole rollback in
+//! that meets a contact ([`Tvht::write_steps_until`]: a contact that matters, for the engine
+//! one that makes an event); like Algorithm 7, [`Tvht::delete_steps`] deletes a whole rollback in
 //! one section.
 //!
 //! A contact carries both entries' stored (pre-event) states, sorted so that `a.body < b.body`,
@@ -1074,6 +1075,22 @@ impl Tvht {
         first_tag: u64,
         steps: &[Step<'_>],
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
+        self.write_steps_until(entity, first_tag, steps, |_| true)
+    }
+
+    /// [`Tvht::write_steps_tagged`], stopping only after the first step that meets a contact
+    /// for which `stops` holds; returns every contact the written steps met, sorted. (The
+    /// warp engine stops at contacts that make an event: boxes that overlap without the
+    /// bodies touching change nothing, so the entity writes on past them instead of ending its
+    /// batch there.) `stops` must be a function of the contact alone: under the STM it may
+    /// be asked again when a section runs again.
+    pub fn write_steps_until(
+        &self,
+        entity: EntityId,
+        first_tag: u64,
+        steps: &[Step<'_>],
+        stops: impl Fn(&Contact) -> bool,
+    ) -> Result<(usize, Vec<Contact>), TvhtError> {
         let planned = self.plan_steps(steps, true)?;
         let seen = &planned.seen;
         // The request's body and tick ranges: an entry outside them cannot be one of the
@@ -1120,20 +1137,22 @@ impl Tvht {
                     view.at_mut(i).prune(floor);
                 }
             }
-            let mut at = 0;
+            let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
                 let found = self.write_one(view, entity, s, ps, (&runs, at), &planned);
                 at += ps.len();
-                if !found.is_empty() {
-                    return Ok((i + 1, found));
+                let stop = found.iter().any(&stops);
+                met.extend(found);
+                if stop {
+                    return Ok((i + 1, met));
                 }
             }
-            Ok((steps.len(), Vec::new()))
+            Ok((steps.len(), met))
         });
         out.map(|(n, mut c)| {
             if n > 0 {
-                // The buckets the written steps put entries in, and, if the last one met
-                // sleep records, the sleep buckets it may have put their contacts in.
+                // The buckets the written steps put entries in, and, if they met sleep
+                // records, the sleep buckets they may have put their contacts in.
                 let plans = &planned.plans[..steps[..n].iter().map(|s| s.bodies.len()).sum()];
                 let entries = planned.distinct(plans).flat_map(|p| planned.buckets(p));
                 let woken = planned
@@ -2071,6 +2090,26 @@ mod tests {
         let (n, c) = t.write_steps(2, &steps).unwrap();
         assert_eq!((n, c.len()), (2, 1));
         assert_eq!(t.entries().iter().filter(|e| e.body == 2).count(), 2);
+        t.validate().unwrap();
+        // Writing until a contact that matters: body 2 meets body 1 at ticks 1 and 4; only the
+        // second stops the write, and both contacts come back (each recorded once).
+        t.delete_steps(2, &steps[..2]).unwrap();
+        let key = |tick| ContactKey { tick, a: 1, b: 2 };
+        let (n, c) = t
+            .write_steps_until(2, 0, &steps, |c| c.tick() == 4)
+            .unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(
+            c.iter().map(Contact::key).collect::<Vec<_>>(),
+            [key(1), key(4)]
+        );
+        t.delete_steps(2, &steps).unwrap();
+        let (n, c) = t
+            .write_steps_until(2, 0, &steps, |c| c.tick() == 1)
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(c.iter().map(Contact::key).collect::<Vec<_>>(), [key(1)]);
+        assert_eq!(t.contacts(), [key(1)]);
         t.validate().unwrap();
     }
 
