@@ -52,7 +52,8 @@ pub struct Lead {
     cap: AtomicU64,
     /// The GVT when the lead last changed or a worker last starved.
     since: AtomicU64,
-    /// The GVT at which a starving worker last doubled it (or tried: at the window).
+    /// The GVT at which a starving worker last doubled it (or tried: at the window); the next
+    /// doubling waits until the GVT has moved a lead past it.
     raised_at: AtomicU64,
     raised: AtomicU64,
     lowered: AtomicU64,
@@ -101,13 +102,22 @@ impl Lead {
     }
 
     /// A worker found no entity to run at GVT `gvt`: doubles the lead, up to the window, unless
-    /// it was doubled at this GVT already.
+    /// it was doubled less than a lead ago (the entities have not yet run into the room the
+    /// last doubling gave them).
     pub fn starved(&self, gvt: Tick) {
         self.since.store(gvt, Ordering::Relaxed);
-        if self.raised_at.swap(gvt, Ordering::Relaxed) == gvt {
+        let cap = self.get();
+        let last = self.raised_at.load(Ordering::Relaxed);
+        if last != Tick::MAX && gvt < last.saturating_add(cap) {
             return;
         }
-        let cap = self.get();
+        if self
+            .raised_at
+            .compare_exchange(last, gvt, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
         if cap < self.window
             && self
                 .cap
@@ -165,23 +175,30 @@ mod tests {
         assert_eq!(l.get(), LEAD_FLOOR);
         l.starved(10);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
-        // Other workers starving at the same GVT do not double it again.
+        // Other workers starving at the same GVT, or before the GVT has moved a lead on, do not
+        // double it again: the entities have not run into its new room yet.
         l.starved(10);
         l.starved(10);
+        for g in 11..10 + 2 * LEAD_FLOOR {
+            l.starved(g);
+        }
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
-        for g in 11..20 {
+        l.starved(10 + 2 * LEAD_FLOOR);
+        assert_eq!(l.get(), 4 * LEAD_FLOOR);
+        for g in 11 + 2 * LEAD_FLOOR..20 + 6 * LEAD_FLOOR {
             l.starved(g);
         }
         assert_eq!(l.get(), 256, "never past the window");
-        // Not calm long enough yet: CALM_TICKS of GVT since the last starving worker (at 19).
-        l.settle(19 + CALM_TICKS - 1);
+        let g = 19 + 6 * LEAD_FLOOR;
+        // Not calm long enough yet: CALM_TICKS of GVT since the last starving worker (at g).
+        l.settle(g + CALM_TICKS - 1);
         assert_eq!(l.get(), 256);
-        l.settle(19 + CALM_TICKS);
+        l.settle(g + CALM_TICKS);
         assert_eq!(l.get(), 128);
         // The next halving needs another calm stretch.
-        l.settle(19 + 2 * CALM_TICKS - 1);
+        l.settle(g + 2 * CALM_TICKS - 1);
         assert_eq!(l.get(), 128);
-        let mut g = 19 + CALM_TICKS;
+        let mut g = g + CALM_TICKS;
         for _ in 0..10 {
             g += CALM_TICKS;
             l.settle(g);
