@@ -574,3 +574,48 @@ fn bench_refuses_bad_lists() {
     );
     fails(&["bench", "--repeats", "0"], dir.path(), &["--repeats"]);
 }
+
+/// The README's front door: every `cargo run --release ...` line of its "Run it" block is a
+/// command of this binary that runs (shortened to 0.1 simulated s, quiet, no output file).
+/// Found: the default-run line was a bare `cargo run --release`, which is `timewarp` with no
+/// command, an error.
+#[test]
+fn the_readmes_run_commands_run() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let block = readme
+        .split("## Run it")
+        .nth(1)
+        .and_then(|s| s.split("```sh").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("a sh block under \"## Run it\"");
+    let dir = tempfile::tempdir().unwrap();
+    let mut ran = 0;
+    for line in block.lines().filter(|l| l.starts_with("cargo run")) {
+        let cmd = line.split('#').next().unwrap().trim();
+        let rest = cmd
+            .strip_prefix("cargo run --release --")
+            .unwrap_or_else(|| panic!("{cmd:?} passes no command to timewarp"));
+        let mut args: Vec<String> = rest.split_whitespace().map(String::from).collect();
+        if args.first().map(String::as_str) == Some("run") {
+            // Shortened: 0.1 simulated s, quiet, no output file.
+            if let Some(i) = args.iter().position(|a| a == "--out") {
+                args.drain(i..i + 2);
+            }
+            match args.iter().position(|a| a == "--seconds") {
+                Some(i) => args[i + 1] = "0.1".into(),
+                None => args.extend(["--seconds".into(), "0.1".into()]),
+            }
+            args.push("--quiet".into());
+        }
+        for a in args.iter_mut().filter(|a| a.starts_with("scenes/")) {
+            // Scene files are relative to the repository.
+            *a = format!("{}/{a}", env!("CARGO_MANIFEST_DIR"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = timewarp(&args, dir.path());
+        assert!(out.status.success(), "{cmd:?}: {}", text(&out.stderr));
+        ran += 1;
+    }
+    assert!(ran >= 3, "{ran} commands in the README's Run it block");
+}
