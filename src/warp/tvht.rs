@@ -408,37 +408,44 @@ impl Run {
         (i < RUN_TICKS && self.present >> i & 1 == 1).then(|| &self.entries[i as usize])
     }
 
-    /// The indices of the entries this bucket holds, in tick order.
-    fn held(&self) -> impl Iterator<Item = usize> + use<> {
-        let mut bits = self.present;
-        std::iter::from_fn(move || {
-            (bits != 0).then(|| {
-                let i = bits.trailing_zeros();
-                bits &= bits - 1;
-                i as usize
-            })
-        })
-    }
-
     /// The entries this bucket holds, in tick order.
     fn iter(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        self.held().map(|i| &self.entries[i])
+        bits(self.present).map(|i| &self.entries[i])
     }
 
-    /// The first and last ticks held (the run is never empty in a bucket).
-    fn span(&self) -> (Tick, Tick) {
-        (
-            self.first + self.present.trailing_zeros() as Tick,
-            self.first + 63 - self.present.leading_zeros() as Tick,
-        )
-    }
-
-    /// Whether the run's ticks meet `from ..= to`.
+    /// The bits of `present` at ticks `from ..= to`.
     #[inline]
-    fn meets(&self, from: Tick, to: Tick) -> bool {
-        let (a, b) = self.span();
-        a <= to && from <= b
+    fn present_within(&self, from: Tick, to: Tick) -> u64 {
+        let Some(hi) = to.checked_sub(self.first) else {
+            return 0;
+        };
+        let lo = from.saturating_sub(self.first);
+        if lo >= RUN_TICKS || lo > hi {
+            return 0;
+        }
+        let upto = if hi >= RUN_TICKS - 1 {
+            !0
+        } else {
+            (2u64 << hi) - 1
+        };
+        self.present & upto & (!0u64 << lo)
     }
+
+    /// The indices of the entries held at ticks `from ..= to`, in tick order.
+    fn held_within(&self, from: Tick, to: Tick) -> impl Iterator<Item = usize> + use<> {
+        bits(self.present_within(from, to))
+    }
+}
+
+/// The indices of the set bits of `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros();
+            mask &= mask - 1;
+            i as usize
+        })
+    })
 }
 
 /// Ticks per run at most: one bit each in [`Run::present`].
@@ -459,16 +466,14 @@ impl Bucket {
     /// Removes what is behind `floor`; returns the entries removed.
     fn prune(&mut self, floor: Tick) -> usize {
         let mut removed = 0;
-        self.runs.retain_mut(|r| {
-            let keep = match floor.checked_sub(r.first) {
-                None | Some(0) => return true,
-                Some(n) if n >= RUN_TICKS => 0,
-                Some(n) => !0u64 << n,
-            };
-            removed += (r.present & !keep).count_ones() as usize;
-            r.present &= keep;
-            r.present != 0
-        });
+        if let Some(last) = floor.checked_sub(1) {
+            self.runs.retain_mut(|r| {
+                let old = r.present_within(0, last);
+                removed += old.count_ones() as usize;
+                r.present &= !old;
+                r.present != 0
+            });
+        }
         self.contacts.retain(|c| c.tick >= floor);
         self.records.retain(|r| r.until > floor);
         self.woken.retain(|c| c.awake.tick >= floor);
@@ -476,8 +481,8 @@ impl Bucket {
         // cell of one slice would stay with it, and in time every bucket would keep the room
         // of the most crowded cell ever hashed to it. (Found: with the lock backend, which
         // changes buckets in place, a `bouncing` 110 run's heap grew without bound, and
-        // `pyramids` 10010 with contact groups reached 21 GB; the STM copies a bucket at each
-        // write, with room for one more entry, so it was spared.)
+        // `pyramids` 10010 with contact groups reached 21 GB; the STM, which then copied a
+        // bucket at each write with room for one more entry only, was spared.)
         shrink(&mut self.runs);
         shrink(&mut self.contacts);
         shrink(&mut self.records);
@@ -486,7 +491,9 @@ impl Bucket {
     }
 
     fn has_old(&self, floor: Tick) -> bool {
-        self.runs.iter().any(|r| r.span().0 < floor)
+        self.runs
+            .iter()
+            .any(|r| r.first + Tick::from(r.present.trailing_zeros()) < floor)
             || self.contacts.iter().any(|c| c.tick < floor)
             || self.records.iter().any(|r| r.until <= floor)
             || self.woken.iter().any(|c| c.awake.tick < floor)
@@ -517,9 +524,7 @@ impl Bucket {
     fn within(&self, from: Tick, to: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
         self.runs
             .iter()
-            .filter(move |r| r.meets(from, to))
-            .flat_map(|r| r.iter())
-            .filter(move |e| from <= e.tick && e.tick <= to)
+            .flat_map(move |r| r.held_within(from, to).map(|i| &r.entries[i]))
     }
 
     /// The (tick, body) of every entry held of the bodies `bodies.0 ..= bodies.1` at ticks
@@ -532,9 +537,11 @@ impl Bucket {
     ) -> impl Iterator<Item = (Tick, BodyId)> + '_ {
         self.runs
             .iter()
-            .filter(move |r| bodies.0 <= r.body && r.body <= bodies.1 && r.meets(from, to))
-            .flat_map(|r| r.held().map(|i| (r.first + i as Tick, r.body)))
-            .filter(move |&(t, _)| from <= t && t <= to)
+            .filter(move |r| bodies.0 <= r.body && r.body <= bodies.1)
+            .flat_map(move |r| {
+                r.held_within(from, to)
+                    .map(|i| (r.first + i as Tick, r.body))
+            })
     }
 
     /// Every entry held.
