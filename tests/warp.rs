@@ -7,7 +7,7 @@ use timewarp::scene::{Scene, builtin};
 use timewarp::sync::Backend;
 use timewarp::warp::reference::reference_frames;
 use timewarp::warp::rules::Rules;
-use timewarp::warp::{WarpConfig, run_warp};
+use timewarp::warp::{WarpConfig, WarpControl, WarpStart, run_warp, run_warp_from_with};
 
 #[path = "support/frames.rs"]
 mod frames;
@@ -250,4 +250,74 @@ position = [0.7, 0.7, 0.7]
         "{} turns: {stats:?}",
         stats.turns
     );
+}
+
+/// The committed frames and stats of a profiled warp run (`WarpControl::profile`).
+fn profiled_frames(
+    scene: &Scene,
+    config: WarpConfig,
+    end: u64,
+) -> (Vec<Vec<[u32; 13]>>, timewarp::warp::WarpStats) {
+    let mut frames = Vec::new();
+    let stats = run_warp_from_with(
+        scene,
+        config,
+        WarpStart::default(),
+        end,
+        &mut |_, states, _| {
+            frames.push(states.to_vec());
+            Ok(())
+        },
+        WarpControl {
+            profile: true,
+            ..WarpControl::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{config:?}: {e}"));
+    (bits(&frames), stats)
+}
+
+/// Regression: the parallelism estimate of a run with many workers failed with "the graph has
+/// a cycle" (`timewarp bench`, `bouncing` 500, 8 workers, on a 16-core machine). A worker
+/// closed its task after the turn's tail, when the entity could already have run its next
+/// turn on another worker, so the two tasks' links to the entity's previous task crossed.
+/// Oversubscribed workers under chaos (which now pauses in that tail) cross them here; the
+/// task DAG must be acyclic, its figures consistent, and profiling must not change a frame.
+#[test]
+fn the_parallelism_estimate_holds_with_many_workers() {
+    for (name, n, ticks, groups) in [("bouncing", 500, 160, false), ("pyramids", 110, 320, true)] {
+        let scene = builtin(name, Some(n)).unwrap();
+        let plain = WarpConfig {
+            threads: 1,
+            backend: Backend::COMPILED[0],
+            window: None,
+            full_window: false,
+            chaos: None,
+            groups,
+        };
+        let (want, _) = warp_frames(&scene, plain, ticks);
+        let want = bits(&want);
+        for &backend in Backend::COMPILED {
+            for (threads, chaos) in [(16, Some(1)), (32, Some(2)), (32, Some(3)), (8, None)] {
+                let config = WarpConfig {
+                    threads,
+                    backend,
+                    chaos,
+                    ..plain
+                };
+                let (got, stats) = profiled_frames(&scene, config, ticks);
+                assert!(
+                    got == want,
+                    "{name} {config:?}: profiling changed the frames"
+                );
+                let p = stats.parallelism.expect("a profiled run has an estimate");
+                // Every entity turn is a task (so are the passes of an empty slot's mail).
+                assert!(p.tasks >= stats.turns, "{name} {config:?}: {p:?}");
+                assert!(p.work > 0.0 && p.span > 0.0, "{name} {config:?}: {p:?}");
+                assert!(p.span <= p.work, "{name} {config:?}: {p:?}");
+                assert!(p.span_without_gvt <= p.span, "{name} {config:?}: {p:?}");
+                assert!(p.message_edges > 0, "{name} {config:?}: {p:?}");
+            }
+        }
+    }
 }

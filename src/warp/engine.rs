@@ -451,28 +451,32 @@ impl Shared<'_> {
     }
 
     fn turn(&self, id: BodyId, local: &Worker<BodyId>, me: usize, chaos: &Chaos) {
-        let Some(profile) = &self.profile else {
-            self.turn_with(id, local, None, chaos);
-            return;
-        };
-        let mut task = profile.begin(id, self.env.gvt.gvt());
-        let parked = self.turn_with(id, local, Some(&mut task), chaos);
-        profile.end(task, me, self.env.gvt.gvt(), parked);
+        let task = self.turn_with(id, local, chaos);
+        // The turn's tail (rescheduling, waking parked entities, group changes) is over; the
+        // entity may already be running elsewhere. Chaos widens that window, where the
+        // profiler's records once crossed (see [`Profiler::begin`]).
+        chaos.before_turn();
+        if let (Some(profile), Some(task)) = (&self.profile, task) {
+            profile.end(task, me, self.env.gvt.gvt());
+        }
     }
 
-    /// One turn; returns the tick the entity now waits for the GVT to reach, if it parked.
+    /// One turn; returns its task record when the run is profiled.
     fn turn_with(
         &self,
         id: BodyId,
         local: &Worker<BodyId>,
-        task: Option<&mut super::profile::Open>,
         chaos: &Chaos,
-    ) -> Option<Tick> {
+    ) -> Option<super::profile::Open> {
         let i = id as usize;
-        let me = task.as_ref().map_or(NO_TASK, |t| t.id);
-        let mut deps = task.map(|t| &mut t.deps);
         let result = {
             let mut slot = lock(&self.entities[i]);
+            // The task is opened under the entity's lock (see [`Profiler::begin`]).
+            let mut task = self
+                .profile
+                .as_ref()
+                .map(|p| p.begin(id, self.env.gvt.gvt()));
+            let me = task.as_ref().map_or(NO_TASK, |t| t.id);
             let mailbox = &self.mailboxes[i];
             let Some(e) = slot.as_mut() else {
                 // An empty slot (its body is in a group): pass its mail on.
@@ -484,7 +488,7 @@ impl Shared<'_> {
                 if !mailbox.is_empty() {
                     self.schedule(id, local);
                 }
-                return None;
+                return task;
             };
             // Mail for a body this entity no longer holds (sent before its group changed)
             // goes on to the body's entity now.
@@ -497,6 +501,7 @@ impl Shared<'_> {
                 }
             }
             let mut mail = mail.into_iter();
+            let mut deps = task.as_mut().map(|t| &mut t.deps);
             let result = e.run(
                 &self.env,
                 &mut || {
@@ -508,22 +513,23 @@ impl Shared<'_> {
                 },
                 &mut |to, m| self.post(me, to, m, local, chaos),
             );
+            if let (Some(p), Some(t), Ok(Turn::WaitGvt(at))) = (&self.profile, &task, &result) {
+                p.park(t, *at);
+            }
             // A change whose groups have all recorded its tick is made at once, below (see
             // "Speculative changes"); any other waits for its tick to be committed.
             let now = e.speculative_change(self.env.gvt.gvt());
             if let (Some(t), None) = (e.ending(), now) {
                 self.announced.announce(t, e.bodies()[0]);
             }
-            (result, now)
+            (result, now, task)
         };
-        let (result, change_now) = result;
-        let mut parked = None;
+        let (result, change_now, task) = result;
         self.scheduled[i].store(false, Ordering::SeqCst);
         match result {
             Err(e) => self.fail(e),
             Ok(Turn::Ready) => self.schedule(id, local),
             Ok(Turn::WaitGvt(at)) => {
-                parked = Some(at);
                 lock(&self.parked).push(Reverse((at, id)));
                 if self.env.gvt.gvt() >= at {
                     self.schedule(id, local);
@@ -555,7 +561,7 @@ impl Shared<'_> {
         }
         self.wake_parked(local);
         self.regroup_committed(local);
-        parked
+        task
     }
 
     /// Undoes the speculative change that made the entity in slot `id`, which got a message

@@ -32,10 +32,11 @@
 //! output, pruning the TVHT), idle time in the scheduler, and the speculation itself: the DAG is
 //! the one this run took, with its rollbacks; a run with more workers speculates differently.
 //! Task times are those of this run, so they are cleanest from a 1-thread run (no contention, no
-//! shared caches). Task ids are handed out when a task starts; with several workers a message
-//! can be consumed from a task that started later than its consumer (both running at once). Such
-//! an edge would point backwards and is dropped ([`Parallelism::dropped_edges`]); with one
-//! worker there are none, and the GVT edges are exact (only one task runs at a time, so the task
+//! shared caches). Task ids are handed out when a task takes its entity (under the entity's
+//! lock, so one entity's tasks are numbered in the order they ran); with several workers a
+//! message can be consumed from a task that started later than its consumer (both running at
+//! once). Such an edge would point backwards and is dropped ([`Parallelism::dropped_edges`]),
+//! so every edge kept points forwards and the graph has no cycle; with one worker there are none, and the GVT edges are exact (only one task runs at a time, so the task
 //! during which the GVT moved is the one whose record moved it).
 
 use super::{BodyId, Tick};
@@ -193,6 +194,9 @@ pub(crate) struct Open {
     entity: BodyId,
     start: u64,
     gvt_from: Tick,
+    /// The entity's previous task, and the GVT it waited for (`u64::MAX`: none).
+    prev: TaskId,
+    gvt_wait: Tick,
     /// The ids of the messages' senders, as the inbox hands them over.
     pub deps: Vec<TaskId>,
 }
@@ -207,40 +211,57 @@ impl Profiler {
         }
     }
 
-    /// Starts a task of `entity` with the GVT at `gvt`.
+    /// Starts a task of `entity` with the GVT at `gvt`. Called **under the entity's lock**
+    /// (its slot's mutex), before it reads its mailbox: the task's id and its link to the
+    /// entity's previous task are taken there, so the ids of one entity's tasks follow the
+    /// order in which they held the entity, and every edge of the DAG points from a smaller id
+    /// to a larger one (no cycle can form). Taken outside the lock, they did not: a worker
+    /// releases the entity, reschedules it and finishes its turn's tail (waking parked
+    /// entities, group changes) before it closes its task, so another worker could run the
+    /// entity's next turn to its end first; the two swaps of the entity's last task then
+    /// crossed, a backward edge closed a cycle, and the estimate failed ("the graph has a
+    /// cycle": `bouncing` 500, 8 workers, on a 16-core machine).
     pub(crate) fn begin(&self, entity: BodyId, gvt: Tick) -> Open {
-        Open {
-            id: self.next.fetch_add(1, Ordering::Relaxed),
-            entity,
-            start: now_nanos(),
-            gvt_from: gvt,
-            deps: Vec::new(),
-        }
-    }
-
-    /// Ends `task` on worker `me` with the GVT at `gvt`; `parked_at` is the tick the entity now
-    /// waits for the GVT to reach, if it does.
-    pub(crate) fn end(&self, task: Open, me: usize, gvt: Tick, parked_at: Option<Tick>) {
-        let nanos = now_nanos().saturating_sub(task.start);
-        let e = task.entity as usize;
-        // The entity's turns are serialised by its `scheduled` flag and lock: relaxed is enough.
-        let prev = self.last[e].swap(task.id, Ordering::Relaxed);
-        let waited = self.parked_at[e].swap(parked_at.unwrap_or(u64::MAX), Ordering::Relaxed);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let e = entity as usize;
+        // Both swaps happen under the entity's lock, which orders them: relaxed is enough.
+        let prev = self.last[e].swap(id, Ordering::Relaxed);
+        let waited = self.parked_at[e].swap(u64::MAX, Ordering::Relaxed);
         // The wait counts only if this task started with the GVT already there (an entity
         // woken by a message before the GVT moved did not wait for it).
-        let gvt_wait = if waited != u64::MAX && task.gvt_from >= waited {
+        let gvt_wait = if waited != u64::MAX && gvt >= waited {
             waited
         } else {
             u64::MAX
         };
+        Open {
+            id,
+            entity,
+            start: now_nanos(),
+            gvt_from: gvt,
+            prev,
+            gvt_wait,
+            deps: Vec::new(),
+        }
+    }
+
+    /// The task's entity now waits for the GVT to reach `at`. Called under the entity's lock,
+    /// like [`Profiler::begin`], so that its next task sees it.
+    pub(crate) fn park(&self, task: &Open, at: Tick) {
+        self.parked_at[task.entity as usize].store(at, Ordering::Relaxed);
+    }
+
+    /// Ends `task` on worker `me` with the GVT at `gvt` (anywhere after its turn).
+    pub(crate) fn end(&self, task: Open, me: usize, gvt: Tick) {
+        let nanos = now_nanos().saturating_sub(task.start);
         let mut log = self.logs[me].lock().unwrap_or_else(|p| p.into_inner());
         let deps_start = log.deps.len();
         log.deps.extend_from_slice(&task.deps);
         log.tasks.push(Task {
             id: task.id,
             nanos,
-            prev,
-            gvt_wait,
+            prev: task.prev,
+            gvt_wait: task.gvt_wait,
             gvt_from: task.gvt_from,
             gvt_to: gvt,
             deps_start,
@@ -378,14 +399,15 @@ mod tests {
         let a0 = p.begin(0, 0);
         let a0_id = a0.id;
         spin(2);
-        p.end(a0, 0, 0, Some(1));
+        p.park(&a0, 1);
+        p.end(a0, 0, 0);
         let b0 = p.begin(1, 0);
         let b0_id = b0.id;
         spin(2);
-        p.end(b0, 0, 1, None);
+        p.end(b0, 0, 1);
         let mut a1 = p.begin(0, 1);
         a1.deps.push(b0_id);
-        p.end(a1, 0, 1, None);
+        p.end(a1, 0, 1);
         assert_eq!((a0_id, b0_id), (0, 1));
         let r = p.analyse().unwrap();
         assert_eq!(r.tasks, 3);
