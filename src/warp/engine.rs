@@ -63,8 +63,9 @@
 //! `pyramids` 1100 (10 s, one worker) went to empty buckets.
 //!
 //! **Chaos.** A test-only mode ([`WarpConfig::chaos`]) perturbs the schedule from a seed: random
-//! yields and sleeps before turns, random spins between pushing a message and scheduling its
-//! receiver, and tasks deferred to the global queue. The determinism tests run it over many
+//! yields and sleeps before turns and after their tails (when the entity may already be running
+//! elsewhere), random spins between pushing a message and scheduling its receiver, and tasks
+//! deferred to the global queue. The determinism tests run it over many
 //! seeds: the committed frames must not change.
 //!
 //! **Determinism.** Which worker runs which turn, and in what order messages arrive, changes
@@ -154,8 +155,9 @@ impl Chaos {
         Some(self.0.as_ref()?.borrow_mut().next_u64() % n)
     }
 
-    /// Before a turn: sometimes yield the thread, sometimes sleep up to 50 µs.
-    fn before_turn(&self) {
+    /// Before a turn and after its tail: sometimes yield the thread, sometimes sleep up to
+    /// 50 µs.
+    fn pause(&self) {
         match self.roll(16) {
             Some(0..=3) => std::thread::yield_now(),
             Some(4) => {
@@ -476,7 +478,7 @@ impl Shared<'_> {
         // The turn's tail (rescheduling, waking parked entities, group changes) is over; the
         // entity may already be running elsewhere. Chaos widens that window, where the
         // profiler's records once crossed (see [`Profiler::begin`]).
-        chaos.before_turn();
+        chaos.pause();
         if let (Some(profile), Some(task)) = (&self.profile, task) {
             profile.end(task, me, self.env.gvt.gvt());
         }
@@ -949,7 +951,7 @@ impl Shared<'_> {
                 }
                 Some(id) => {
                     backoff.reset();
-                    chaos.before_turn();
+                    chaos.pause();
                     self.turn(id, &local, me, &chaos);
                     self.sweep();
                 }

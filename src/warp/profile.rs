@@ -36,7 +36,8 @@
 //! lock, so one entity's tasks are numbered in the order they ran); with several workers a
 //! message can be consumed from a task that started later than its consumer (both running at
 //! once). Such an edge would point backwards and is dropped ([`Parallelism::dropped_edges`]),
-//! so every edge kept points forwards and the graph has no cycle; with one worker there are none, and the GVT edges are exact (only one task runs at a time, so the task
+//! so every edge kept points forwards and the graph has no cycle. With one worker there are
+//! none, and the GVT edges are exact (only one task runs at a time, so the task
 //! during which the GVT moved is the one whose record moved it).
 
 use super::{BodyId, Tick};
