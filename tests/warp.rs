@@ -7,11 +7,11 @@ use timewarp::scene::{Scene, builtin};
 use timewarp::sync::Backend;
 use timewarp::warp::reference::reference_frames;
 use timewarp::warp::rules::Rules;
-use timewarp::warp::{WarpConfig, WarpControl, WarpStart, run_warp, run_warp_from_with};
+use timewarp::warp::{WarpConfig, WarpControl, run_warp};
 
 #[path = "support/frames.rs"]
 mod frames;
-use frames::{bits, warp_frames};
+use frames::{bits, warp_frames, warp_frames_with};
 
 /// Runs `scene` for `ticks` (a multiple of frame_ticks) in every configuration and compares.
 fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
@@ -252,31 +252,6 @@ position = [0.7, 0.7, 0.7]
     );
 }
 
-/// The committed frames and stats of a profiled warp run (`WarpControl::profile`).
-fn profiled_frames(
-    scene: &Scene,
-    config: WarpConfig,
-    end: u64,
-) -> (Vec<Vec<[u32; 13]>>, timewarp::warp::WarpStats) {
-    let mut frames = Vec::new();
-    let stats = run_warp_from_with(
-        scene,
-        config,
-        WarpStart::default(),
-        end,
-        &mut |_, states, _| {
-            frames.push(states.to_vec());
-            Ok(())
-        },
-        WarpControl {
-            profile: true,
-            ..WarpControl::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{config:?}: {e}"));
-    (bits(&frames), stats)
-}
-
 /// Regression: the parallelism estimate of a run with many workers failed with "the graph has
 /// a cycle" (`timewarp bench`, `bouncing` 500, 8 workers, on a 16-core machine). A worker
 /// closed its task after the turn's tail, when the entity could already have run its next
@@ -305,9 +280,13 @@ fn the_parallelism_estimate_holds_with_many_workers() {
                     chaos,
                     ..plain
                 };
-                let (got, stats) = profiled_frames(&scene, config, ticks);
+                let control = WarpControl {
+                    profile: true,
+                    ..WarpControl::default()
+                };
+                let (got, stats) = warp_frames_with(&scene, config, ticks, control);
                 assert!(
-                    got == want,
+                    bits(&got) == want,
                     "{name} {config:?}: profiling changed the frames"
                 );
                 let p = stats.parallelism.expect("a profiled run has an estimate");
