@@ -286,18 +286,22 @@ impl GvtBuffer {
     }
 
     /// Checks body ids and the rough tick range; appends the keys of `tick`'s part of the
-    /// section to `keys`.
+    /// section: its count slot to `counts`, its bodies' chunk slots to `chunks`. (All count
+    /// keys are below all chunk keys, and a request's ticks are consecutive: `counts` then
+    /// `chunks` is already in order unless the ring wraps or a group's bodies are out of
+    /// chunk order, and the section need not sort it.)
     fn keys_for(
         &self,
         tick: Tick,
         bodies: impl Iterator<Item = BodyId>,
-        keys: &mut Vec<usize>,
+        counts: &mut Vec<usize>,
+        chunks: &mut Vec<usize>,
     ) -> Result<(), GvtError> {
         let gvt = self.gvt();
         if tick < gvt {
             return Err(GvtError::Committed { tick });
         }
-        keys.push(self.count_key(tick));
+        counts.push(self.count_key(tick));
         // Duplicates are looked for only when there is more than one body (a single body's
         // record, the common case, allocates nothing).
         let mut first: Option<BodyId> = None;
@@ -318,7 +322,7 @@ impl GvtBuffer {
                     seen.push(b);
                 }
             }
-            keys.push(self.chunk_key(tick, b as usize / CHUNK));
+            chunks.push(self.chunk_key(tick, b as usize / CHUNK));
         }
         seen.sort_unstable();
         if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
@@ -359,48 +363,64 @@ impl GvtBuffer {
         ticks: &[&[(BodyId, BodyState)]],
     ) -> Result<(), GvtError> {
         let mut keys = Vec::new();
+        let mut chunk_keys = Vec::new();
         for (i, bodies) in ticks.iter().enumerate() {
             if !bodies.is_empty() {
-                self.keys_for(first + i as Tick, bodies.iter().map(|b| b.0), &mut keys)?;
+                let tick = first + i as Tick;
+                self.keys_for(tick, bodies.iter().map(|b| b.0), &mut keys, &mut chunk_keys)?;
             }
         }
         if keys.is_empty() {
             return Ok(());
         }
+        let counts = keys.len();
+        keys.append(&mut chunk_keys);
+        // Where each key is in the section's view: key `k` of `keys` (the ticks' count slots in
+        // order, then their bodies' chunk slots in order) is at `at(k)`. In the common case the
+        // keys are strictly increasing, the view's keys are `keys` themselves and `at` is the
+        // identity: no search per look (binary searches were a quarter of a record).
+        let lookup: Option<Vec<usize>> = (!keys.is_sorted_by(|a, b| a < b)).then(|| {
+            let mut sorted = keys.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            keys.iter()
+                .map(|k| sorted.binary_search(k).expect("a key of the request"))
+                .collect()
+        });
+        let at = |k: usize| lookup.as_ref().map_or(k, |l| l[k]);
+        let recorded = || ticks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         let lowest_complete = self.table.section(&keys, |v| {
-            for (i, bodies) in ticks.iter().enumerate() {
+            let mut h = counts;
+            for (c, (i, bodies)) in recorded().enumerate() {
                 let tick = first + i as Tick;
-                if bodies.is_empty() {
-                    continue;
-                }
-                let Slot::Count { tick: have, .. } = *v.get(self.count_key(tick)) else {
+                let Slot::Count { tick: have, .. } = *v.at(at(c)) else {
                     unreachable!()
                 };
                 if have != tick {
                     return Err(self.slot_error(tick, have));
                 }
                 for &(b, _) in *bodies {
-                    let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
-                    else {
+                    let Slot::Chunk { bits, .. } = v.at(at(h)) else {
                         unreachable!()
                     };
+                    h += 1;
                     if bits & (1 << (b as usize % CHUNK)) != 0 {
                         return Err(GvtError::AlreadyRecorded { body: b, tick });
                     }
                 }
             }
             let mut lowest = None;
-            for (i, bodies) in ticks.iter().enumerate() {
+            let mut h = counts;
+            for (c, (i, bodies)) in recorded().enumerate() {
                 let tick = first + i as Tick;
                 let frame = self.is_frame(tick);
                 let mut newly_full = 0;
                 for &(b, s) in *bodies {
-                    let chunk = b as usize / CHUNK;
-                    let mask = self.chunk_mask(chunk);
-                    let Slot::Chunk { bits, states, .. } = v.get_mut(self.chunk_key(tick, chunk))
-                    else {
+                    let mask = self.chunk_mask(b as usize / CHUNK);
+                    let Slot::Chunk { bits, states, .. } = v.at_mut(at(h)) else {
                         unreachable!()
                     };
+                    h += 1;
                     *bits |= 1 << (b as usize % CHUNK);
                     if frame {
                         states[b as usize % CHUNK] = s;
@@ -410,7 +430,7 @@ impl GvtBuffer {
                     }
                 }
                 if newly_full > 0 {
-                    let Slot::Count { full, .. } = v.get_mut(self.count_key(tick)) else {
+                    let Slot::Count { full, .. } = v.at_mut(at(c)) else {
                         unreachable!()
                     };
                     *full += newly_full;
@@ -443,10 +463,11 @@ impl GvtBuffer {
         if bodies.is_empty() || ticks.is_empty() {
             return Ok(());
         }
-        let mut keys = Vec::new();
+        let (mut keys, mut chunk_keys) = (Vec::new(), Vec::new());
         for tick in ticks.clone() {
-            self.keys_for(tick, bodies.iter().copied(), &mut keys)?;
+            self.keys_for(tick, bodies.iter().copied(), &mut keys, &mut chunk_keys)?;
         }
+        keys.append(&mut chunk_keys);
         self.table.section(&keys, |v| {
             for tick in ticks.clone() {
                 let Slot::Count { tick: have, .. } = *v.get(self.count_key(tick)) else {
@@ -753,6 +774,75 @@ mod tests {
         g.validate().unwrap();
         assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(0, 4, 4)).is_err());
         assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(3, 0, 4)).is_err());
+    }
+
+    /// `record_ticks` (one section, positions found once) against the same records made tick
+    /// by tick: batches that cross the ring's end, entities whose bodies share a chunk or
+    /// are listed out of chunk order, a batch refused halfway (nothing recorded), and a batch
+    /// naming a body twice at one tick.
+    #[test]
+    fn batched_records_equal_records_tick_by_tick() {
+        // 150 bodies: three chunks; window 8 + slack 2: a ring of 10 ticks.
+        let entities: [&[BodyId]; 5] = [&[0], &[140, 3, 70], &[1, 2], &[149, 64, 63], &[]];
+        let rest: Vec<BodyId> = (0..150)
+            .filter(|b| !entities.iter().any(|e| e.contains(b)))
+            .collect();
+        let rows = |bodies: &[BodyId], t: Tick| -> Vec<(BodyId, BodyState)> {
+            bodies.iter().map(|&b| (b, st(b, t))).collect()
+        };
+        for &be in Backend::COMPILED {
+            let batched = GvtBuffer::new(be, GvtConfig::new(150, 3, 8)).unwrap();
+            let single = GvtBuffer::new(be, GvtConfig::new(150, 3, 8)).unwrap();
+            let mut lvt = [0 as Tick; 5];
+            let mut rest_at = 0;
+            for round in 0..40u64 {
+                let e = (round % 5) as usize;
+                let upto = (batched.gvt() + 8).min(lvt[e] + 1 + round % 7);
+                let per_tick: Vec<Vec<(BodyId, BodyState)>> =
+                    (lvt[e]..upto).map(|t| rows(entities[e], t)).collect();
+                let ticks: Vec<&[(BodyId, BodyState)]> =
+                    per_tick.iter().map(|r| r.as_slice()).collect();
+                batched.record_ticks(lvt[e], &ticks).unwrap();
+                for (t, r) in (lvt[e]..).zip(&per_tick) {
+                    if !r.is_empty() {
+                        single.record(t, r).unwrap();
+                    }
+                }
+                lvt[e] = upto;
+                // The other bodies keep up, one tick a round, so the ring turns.
+                while rest_at < lvt.iter().take(4).min().copied().unwrap_or(0) {
+                    for g in [&batched, &single] {
+                        g.record(rest_at, &rows(&rest, rest_at)).unwrap();
+                    }
+                    rest_at += 1;
+                }
+                assert_eq!(batched.gvt(), single.gvt(), "round {round}");
+                batched.validate().unwrap();
+            }
+            assert!(
+                batched.gvt() > 20,
+                "the ring turned twice ({})",
+                batched.gvt()
+            );
+            assert_eq!(batched.drain_committed(), single.drain_committed());
+            // Refused: its last tick is beyond the ring; and a body twice at one tick.
+            let t = lvt[2];
+            let far: Vec<Vec<(BodyId, BodyState)>> = (t..t + 12).map(|t| rows(&[1], t)).collect();
+            let far: Vec<&[(BodyId, BodyState)]> = far.iter().map(|r| r.as_slice()).collect();
+            assert!(matches!(
+                batched.record_ticks(t, &far),
+                Err(GvtError::BeyondWindow { .. })
+            ));
+            let twice = rows(&[2, 2], t);
+            assert_eq!(
+                batched.record_ticks(t, &[&twice]),
+                Err(GvtError::AlreadyRecorded { body: 2, tick: t })
+            );
+            batched.unrecord(t - 1, &[1, 2]).unwrap();
+            single.unrecord(t - 1, &[1, 2]).unwrap();
+            batched.validate().unwrap();
+            assert_eq!(batched.gvt(), single.gvt());
+        }
     }
 
     #[test]
