@@ -459,10 +459,7 @@ impl FrameEngine {
                 if !self.awake[i] {
                     continue;
                 }
-                let bb = &self.aabbs[i];
-                let half = (bb.max - bb.min) * 0.5;
-                let lowest = normal.dot(bb.center()) - normal.abs().dot(half);
-                if lowest <= offset {
+                if self.aabbs[i].lowest_along(normal) <= offset {
                     let (lo, hi) = if (p as usize) < i {
                         (p, i as u32)
                     } else {

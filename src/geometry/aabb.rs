@@ -71,6 +71,14 @@ impl Aabb {
         (self.min + self.max) * 0.5
     }
 
+    /// The least `n . x` over the box's points (its corner lowest along `n`): the box lies in
+    /// the half-space `n . x <= d` iff this is at most `d`. The engines test bodies against a
+    /// plane this way, since a plane's own box is [`Aabb::EVERYTHING`].
+    #[inline]
+    pub fn lowest_along(&self, n: Vec3) -> f32 {
+        n.dot(self.center()) - n.abs().dot((self.max - self.min) * 0.5)
+    }
+
     #[inline]
     pub fn contains_point(&self, p: Vec3) -> bool {
         p.cmpge(self.min).all() && p.cmple(self.max).all()
