@@ -1,5 +1,7 @@
 //! The sweep's outputs: the Markdown table (stdout), the checks under it, and the JSON.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{Estimate, Row, Sample, Sweep};
@@ -255,6 +257,9 @@ struct JsonRow<'a> {
     rolled_back_ticks_median: f64,
     events_median: f64,
     stm_abort_ratio: Option<f64>,
+    /// Class name to that class's re-run attempts over its attempts (STM rows; see the
+    /// module documentation of `bench`).
+    stm_abort_ratio_by_class: Option<BTreeMap<&'static str, f64>>,
     stm_read_set_mean: Option<f64>,
     stm_write_set_mean: Option<f64>,
     keys_per_section: Option<f64>,
@@ -319,6 +324,9 @@ pub fn json(machine: &Machine, sweep: &Sweep, rows: &[Row], wall_seconds: f64) -
                 rolled_back_ticks_median: r.rolled_back_ticks(),
                 events_median: r.events(),
                 stm_abort_ratio: r.stm_abort_ratio(),
+                stm_abort_ratio_by_class: r
+                    .stm_abort_ratio_by_class()
+                    .map(|v| v.into_iter().map(|(c, a)| (c.name(), a)).collect()),
                 stm_read_set_mean: r.stm_sets().map(|s| s.0),
                 stm_write_set_mean: r.stm_sets().map(|s| s.1),
                 keys_per_section: r.keys_per_section(),

@@ -20,14 +20,15 @@
 //! Because the STM may run a section several times, **a section closure must be safe to
 //! re-run**: no effect outside its view; results are returned and acted on after the section
 //! ends (see [`table`]). [`stats()`] counts sections, attempts and lock acquisitions for the run
-//! summary, with the STM's commits and aborts alongside.
+//! summary, with the STM's commits and aborts alongside, in total and per [`Class`] of table
+//! (TVHT, GVT buffer, contact groups), so that an abort ratio can be traced to its structure.
 
 mod backend;
 pub mod stats;
 pub mod table;
 
 pub use backend::{Backend, BackendError};
-pub use stats::{SyncStats, stats};
+pub use stats::{ByClass, Class, ClassStats, SyncStats, stats};
 pub use table::{Table, View};
 
 /// **Test-only negative controls.** In a build with `RUSTFLAGS="--cfg loom --cfg

@@ -29,6 +29,12 @@
 //! (the TVHT keeps buckets short by hashing cell *and* tick; the GVT buffer splits a tick into
 //! 64-body chunks). The `tvht` bench measures both backends.
 //!
+//! **Class.** Every table has a [`Class`] naming the structure it guards (TVHT, GVT buffer,
+//! contact groups, other), set where it is made ([`Table::with_class`]; [`Table::new`] makes
+//! [`Class::Other`]). Each finished section is counted under its table's class (see
+//! [`stats`](super::stats)), so that the run summary and the bench report can say which
+//! structure the STM's aborts come from, not only how many there were.
+//!
 //! ## Lemma 1: the lock backend cannot deadlock
 //!
 //! (Seed 000, Lemma 1, adapted.) A deadlock needs a cycle of threads, each holding a mutex and
@@ -46,7 +52,7 @@
 //! progress guarantee, see `timewarp_stm`).
 
 use super::backend::Backend;
-use super::stats::add_section;
+use super::stats::{Class, add_section};
 #[cfg(feature = "locks")]
 use crate::primitive::{Mutex, MutexGuard};
 #[cfg(feature = "stm")]
@@ -62,6 +68,7 @@ enum Slots<T> {
 /// A fixed array of guarded slots.
 pub struct Table<T> {
     slots: Slots<T>,
+    class: Class,
 }
 
 enum ViewInner<'s, T> {
@@ -164,15 +171,32 @@ fn sort_keys(keys: &[usize], len: usize, out: &mut Vec<usize>) {
 }
 
 impl<T: Clone + Send + Sync + 'static> Table<T> {
-    /// A table of `len` slots guarded by `backend`, slot `i` holding `init(i)`.
-    pub fn new(backend: Backend, len: usize, mut init: impl FnMut(usize) -> T) -> Self {
+    /// A table of `len` slots guarded by `backend`, slot `i` holding `init(i)`, of class
+    /// [`Class::Other`] (see [`Table::with_class`]).
+    pub fn new(backend: Backend, len: usize, init: impl FnMut(usize) -> T) -> Self {
+        Self::with_class(backend, len, Class::Other, init)
+    }
+
+    /// A table of `len` slots guarded by `backend`, slot `i` holding `init(i)`, whose sections
+    /// are counted under `class` in [`stats`](super::stats()).
+    pub fn with_class(
+        backend: Backend,
+        len: usize,
+        class: Class,
+        mut init: impl FnMut(usize) -> T,
+    ) -> Self {
         let slots = match backend {
             #[cfg(feature = "stm")]
             Backend::Stm => Slots::Stm((0..len).map(|i| TVar::new(init(i))).collect()),
             #[cfg(feature = "locks")]
             Backend::Locks => Slots::Locks((0..len).map(|i| Mutex::new(init(i))).collect()),
         };
-        Table { slots }
+        Table { slots, class }
+    }
+
+    /// The class its sections are counted under.
+    pub fn class(&self) -> Class {
+        self.class
     }
 
     /// The backend guarding this table.
@@ -232,7 +256,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                     }
                     Ok(r)
                 });
-                add_section(attempts, sorted.len() as u64, 0);
+                add_section(self.class, attempts, sorted.len() as u64, 0);
                 r
             }
             #[cfg(feature = "locks")]
@@ -271,7 +295,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                 };
                 let r = f(&mut view);
                 drop(view);
-                add_section(1, sorted.len() as u64, sorted.len() as u64);
+                add_section(self.class, 1, sorted.len() as u64, sorted.len() as u64);
                 r
             }
         }
@@ -327,8 +351,13 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
         match &self.slots {
             #[cfg(feature = "stm")]
             Slots::Stm(vars) => {
-                let r = atomically(|tx| tx.read_with(&vars[key], &f));
-                add_section(1, 1, 0);
+                // A read-only transaction can abort too (a newer version met): count its runs.
+                let mut attempts = 0u64;
+                let r = atomically(|tx| {
+                    attempts += 1;
+                    tx.read_with(&vars[key], &f)
+                });
+                add_section(self.class, attempts, 1, 0);
                 r
             }
             #[cfg(feature = "locks")]
@@ -336,7 +365,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                 let r = f(&mutexes[key]
                     .lock()
                     .expect("a section panicked while holding this slot"));
-                add_section(1, 1, 1);
+                add_section(self.class, 1, 1, 1);
                 r
             }
         }
@@ -368,7 +397,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                     .expect("a section panicked while holding this slot");
                 let r = test(&slot).then(|| f(&mut slot));
                 drop(slot);
-                add_section(1, 1, 1);
+                add_section(self.class, 1, 1, 1);
                 r
             }
         }

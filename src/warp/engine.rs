@@ -198,9 +198,11 @@ pub struct WarpStats {
     pub turns: u64,
     /// Mean `LVT - GVT` seen at the end of a turn, in ticks.
     pub mean_lead: f64,
-    /// Critical sections (TVHT and GVT buffer) and their attempts (STM re-runs).
+    /// Critical sections (TVHT, GVT buffer, contact groups) and their attempts (STM re-runs).
     pub sections: u64,
     pub attempts: u64,
+    /// The same, and keys, split by the structure the sections ran on: where the re-runs were.
+    pub by_class: crate::sync::ByClass,
     /// STM commits and aborts of the run (None for the lock backend).
     pub stm_commits: Option<u64>,
     pub stm_aborts: Option<u64>,
@@ -1285,6 +1287,7 @@ pub fn run_warp_from_with(
         },
         sections: sync.sections,
         attempts: sync.attempts,
+        by_class: sync.by_class,
         stm_commits,
         stm_aborts,
         parallelism,

@@ -68,7 +68,7 @@
 //! tests and the loom model `engine_groups`).
 
 use super::{BodyId, Tick};
-use crate::sync::{Backend, Table, View};
+use crate::sync::{Backend, Class, Table, View};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -284,7 +284,7 @@ fn sorted_edge((a, b): (BodyId, BodyId)) -> (BodyId, BodyId) {
 impl GroupGraph {
     /// `bodies` dynamic bodies, each in a group of its own from tick `start`.
     pub fn new(backend: Backend, bodies: usize, start: Tick) -> GroupGraph {
-        let table = Table::new(backend, bodies, |b| {
+        let table = Table::with_class(backend, bodies, Class::Groups, |b| {
             let id = GroupId {
                 birth: start,
                 rep: b as BodyId,
@@ -327,7 +327,7 @@ impl GroupGraph {
         if of.iter().any(Option::is_none) {
             return Err(GroupError::NotAPartition(start));
         }
-        let table = Table::new(backend, bodies, |b| {
+        let table = Table::with_class(backend, bodies, Class::Groups, |b| {
             let rep = of[b].expect("checked above");
             let id = GroupId { birth: start, rep };
             let groups = groups

@@ -51,7 +51,7 @@
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
-use crate::sync::{Backend, Table};
+use crate::sync::{Backend, Class, Table};
 use glam::{Quat, Vec3};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -207,7 +207,7 @@ impl GvtBuffer {
                 0
             }
         };
-        let table = Table::new(backend, ring_us * (1 + chunks), |k| {
+        let table = Table::with_class(backend, ring_us * (1 + chunks), Class::Gvt, |k| {
             if k < ring_us {
                 Slot::Count {
                     tick: first_tick(k),

@@ -106,7 +106,7 @@ use super::{BodyId, EntityId, Tick};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
-use crate::sync::{Backend, Table, View};
+use crate::sync::{Backend, Class, Table, View};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -888,7 +888,7 @@ impl Tvht {
         }
         let slots = config.buckets << usize::from(config.sleep_records);
         Ok(Tvht {
-            table: Table::new(backend, slots, |_| Bucket::default()),
+            table: Table::with_class(backend, slots, Class::Tvht, |_| Bucket::default()),
             mask: config.buckets as u64 - 1,
             sleep: config.sleep_records,
             span_shift: config.span_ticks.trailing_zeros(),
