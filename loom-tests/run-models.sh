@@ -81,6 +81,8 @@ engine_controls=(
     "unguarded_tvht|engine_tvht|tvht_sleep_write_stm|TVHT CONTACT REPORTED 0 TIMES"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
+    "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
+    "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
     "record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_two_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_three_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"

@@ -20,7 +20,7 @@
 //! | `irrevocable` | an irrevocable transaction is never invalidated by a normal commit: consistent reads, no lost update | `no_irrevocable_wait` |
 //! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` |
 //! | `engine_tvht` | under each backend, a contact is reported exactly once; a delete returns exactly the contacts it invalidates | `unguarded_tvht` |
-//! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_count_check_outside` |
+//! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_count_check_outside`, `gvt_commit_trusts_count` |
 //! | `engine_rollback` | two and three warp entities (the real `Entity` state machine, TVHT and GVT buffer, under each backend) colliding over a few ticks: no deadlock, every event and antievent acked once, committed frames equal to the sequential reference bit for bit | `record_before_ack` |
 //! | `engine_announcements` | the hand-off of group changes announced by turns to the one worker that makes them: every announcement below the GVT made exactly once, none lost when the maker's lock was taken | `no_announcement_recheck` |
 //! | `engine_groups` | the warp engine's island graph under a fission, a fusion and a rollback racing for one group, under each backend: its invariants hold and every execution is linearisable (results and final graph equal to one serial order's) | `unguarded_groups` |

@@ -27,6 +27,10 @@
 //! Negative control: `TIMEWARP_BROKEN=gvt_count_check_outside` checks that every body has
 //! recorded the tick in a section of its own and commits in a second one; loom must find the
 //! interleaving where B's rollback slips between the two and the tick commits without B.
+//! `TIMEWARP_BROKEN=gvt_commit_trusts_count` commits on the counter of full chunks alone
+//! (a record or rollback changes the counter in a section after its chunks, see the GVT
+//! buffer's "Counting"): loom must find the interleaving where A's record fills the chunk, B's
+//! rollback empties it, and A's count change commits the tick without B.
 //!
 //! Preemption bounds: under locks the model is explored exhaustively (bound 20, the count
 //! unchanged at 30); under the STM, whose sections are many more atomic steps, bound 2.

@@ -33,20 +33,47 @@
 //! A ring of `window + slack` tick slots, reused as GVT advances, so memory is flat. A tick slot
 //! is split into chunks of 64 bodies (a presence bit mask and, for frame ticks, the 64
 //! states) plus a counter of full chunks. All are slots of one [`Table`] of the
-//! [`sync`](crate::sync) seam: a record or unrecord is one section over its bodies' chunks and
-//! the tick's counter (so entities with bodies in different chunks record concurrently, and
-//! the STM clones at most one 64-body chunk per body group); committing tick `t` is one
-//! section over `t`'s counter and chunks and `t - 1`'s counter (which tells whether `t - 1` is
-//! committed: its slot then already holds `t - 1 + ring`). The record that completes a tick
-//! then commits it and any complete ticks after it; the commit of `t - 1` also tries `t`, so
-//! a complete tick is committed by whichever of the two happens last: none is left behind.
-//! No global word is written inside a section; the GVT atomic is raised after.
+//! [`sync`](crate::sync) seam. Committing tick `t` is one section over `t`'s counter and chunks
+//! and `t - 1`'s counter (which tells whether `t - 1` is committed: its slot then already holds
+//! `t - 1 + ring`); it commits only if the counter says every chunk is full *and* every chunk
+//! is. The record that completes a tick then commits it and any complete ticks after it; the
+//! commit of `t - 1` also tries `t`, so a complete tick is committed by whichever of the two
+//! happens last: none is left behind. No global word is written inside a section; the GVT
+//! atomic is raised after.
 //!
-//! An entity records all the ticks it finished in a turn in one section
-//! ([`record_ticks`](GvtBuffer::record_ticks)) and a rollback takes back all its ticks in one
-//! ([`unrecord_ticks`](GvtBuffer::unrecord_ticks)). A tick's count slot is written only when one
-//! of its chunks becomes full (or stops being full), so bodies of different chunks recording the
-//! same tick share no slot, and under the STM do not conflict.
+//! An entity records all the ticks it finished in a turn at once
+//! ([`record_ticks`](GvtBuffer::record_ticks)) and a rollback takes back all its ticks at once
+//! ([`unrecord_ticks`](GvtBuffer::unrecord_ticks)).
+//!
+//! ## Counting
+//!
+//! A record is **two sections**. The first, over its bodies' chunks only, checks that every
+//! tick is still in the ring and not recorded, and sets the bits (all or nothing). The second,
+//! only if some chunk became full, adds those chunks to their ticks' counters; a rollback's
+//! two sections clear bits and subtract. So the bodies of different chunks recording the same
+//! ticks share no slot at all, and those of one chunk only that chunk's slot: the counters,
+//! which every record used to name (read under the STM, locked under locks) so that all
+//! entities recording nearby ticks queued on the same few slots, are touched by one record in
+//! 64 per tick (measured by `sync`'s per-class counts: the GVT buffer's sections were the most
+//! often re-run of the STM's).
+//!
+//! Between its two sections a counter lags its chunks, so a commit checks the chunks
+//! themselves, and the counting sections are what make the last step happen:
+//! * *Safety.* A tick commits only in a section that sees every chunk full, so never while a
+//!   body is missing; the commit moves the chunks on to `t + ring`, so a later record or
+//!   rollback of `t` is refused by its first section.
+//! * *No count is lost.* A chunk emptied by a rollback stays not full until the same body
+//!   records again, which its entity does only after its subtraction; so while a change to a
+//!   tick's counter is pending, some chunk of it is not full or the counter is short, and the
+//!   tick cannot commit: a counting section always finds its tick's slot (it is an error, not a
+//!   silent skip, if it does not).
+//! * *Liveness.* Each counting section changes the counter, so the last one applied for a tick
+//!   leaves it at its final value. If every chunk ends full, that last change is an addition
+//!   (an emptying's subtraction comes before its body's new record, whose addition follows), made
+//!   when every bit is already set (a bit that fills a chunk later would bring another
+//!   addition): it sees the counter reach every chunk and calls the commit, which finds all full.
+//!   A counter may dip below zero or run past the number of chunks while changes are pending;
+//!   at rest it equals the number of full chunks (`validate`).
 
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
@@ -144,8 +171,9 @@ impl std::error::Error for GvtError {}
 
 #[derive(Clone, Debug)]
 enum Slot {
-    /// How many chunks of `tick` are full.
-    Count { tick: Tick, full: u32 },
+    /// How many chunks of `tick` are full, as far as the counting sections applied so far
+    /// say (see "Counting"; it may dip below zero or run ahead for a moment).
+    Count { tick: Tick, full: i64 },
     /// Which bodies of the chunk have recorded `tick`, and (frame ticks only) their states.
     Chunk {
         tick: Tick,
@@ -285,23 +313,19 @@ impl GvtBuffer {
         }
     }
 
-    /// Checks body ids and the rough tick range; appends the keys of `tick`'s part of the
-    /// section: its count slot to `counts`, its bodies' chunk slots to `chunks`. (All count
-    /// keys are below all chunk keys, and a request's ticks are consecutive: `counts` then
-    /// `chunks` is already in order unless the ring wraps or a group's bodies are out of
-    /// chunk order, and the section need not sort it.)
+    /// Checks body ids and the rough tick range; appends the chunk slots of `tick`'s bodies to
+    /// `keys` (a request's ticks are consecutive, so its keys are in order unless the ring
+    /// wraps or a group's bodies are out of chunk order, and the section need not sort them).
     fn keys_for(
         &self,
         tick: Tick,
         bodies: impl Iterator<Item = BodyId>,
-        counts: &mut Vec<usize>,
-        chunks: &mut Vec<usize>,
+        keys: &mut Vec<usize>,
     ) -> Result<(), GvtError> {
         let gvt = self.gvt();
         if tick < gvt {
             return Err(GvtError::Committed { tick });
         }
-        counts.push(self.count_key(tick));
         // Duplicates are looked for only when there is more than one body (a single body's
         // record, the common case, allocates nothing).
         let mut first: Option<BodyId> = None;
@@ -322,7 +346,7 @@ impl GvtBuffer {
                     seen.push(b);
                 }
             }
-            chunks.push(self.chunk_key(tick, b as usize / CHUNK));
+            keys.push(self.chunk_key(tick, b as usize / CHUNK));
         }
         seen.sort_unstable();
         if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
@@ -352,33 +376,28 @@ impl GvtBuffer {
     }
 
     /// Records the consecutive ticks `first, first + 1, ...`, tick `first + i` for the bodies
-    /// and states of `ticks[i]`, in **one** section (an entity records the ticks it finished in
-    /// a turn at once: one transaction or one lock round instead of one per tick). All or
-    /// nothing: on error no tick is recorded. The count slot of a tick is written only when a
-    /// chunk of it becomes full, so concurrent records of one tick by bodies of different
-    /// chunks touch disjoint slots, and of one chunk share only that chunk's slot.
+    /// and states of `ticks[i]`, all at once (an entity records the ticks it finished in a turn
+    /// together: one section over their chunks, one transaction or one lock round instead of
+    /// one per tick, then one over the counters of the ticks it completed chunks of, if any;
+    /// see "Counting"). All or nothing: on error no tick is recorded.
     pub fn record_ticks(
         &self,
         first: Tick,
         ticks: &[&[(BodyId, BodyState)]],
     ) -> Result<(), GvtError> {
         let mut keys = Vec::new();
-        let mut chunk_keys = Vec::new();
         for (i, bodies) in ticks.iter().enumerate() {
             if !bodies.is_empty() {
-                let tick = first + i as Tick;
-                self.keys_for(tick, bodies.iter().map(|b| b.0), &mut keys, &mut chunk_keys)?;
+                self.keys_for(first + i as Tick, bodies.iter().map(|b| b.0), &mut keys)?;
             }
         }
         if keys.is_empty() {
             return Ok(());
         }
-        let counts = keys.len();
-        keys.append(&mut chunk_keys);
-        // Where each key is in the section's view: key `k` of `keys` (the ticks' count slots in
-        // order, then their bodies' chunk slots in order) is at `at(k)`. In the common case the
-        // keys are strictly increasing, the view's keys are `keys` themselves and `at` is the
-        // identity: no search per look (binary searches were a quarter of a record).
+        // Where each key is in the section's view: key `k` of `keys` (the ticks' bodies' chunk
+        // slots, in order) is at `at(k)`. In the common case the keys are strictly increasing,
+        // the view's keys are `keys` themselves and `at` is the identity: no search per look
+        // (binary searches were a quarter of a record).
         let lookup: Option<Vec<usize>> = (!keys.is_sorted_by(|a, b| a < b)).then(|| {
             let mut sorted = keys.clone();
             sorted.sort_unstable();
@@ -389,29 +408,29 @@ impl GvtBuffer {
         });
         let at = |k: usize| lookup.as_ref().map_or(k, |l| l[k]);
         let recorded = || ticks.iter().enumerate().filter(|(_, b)| !b.is_empty());
-        let lowest_complete = self.table.section(&keys, |v| {
-            let mut h = counts;
-            for (c, (i, bodies)) in recorded().enumerate() {
+        let filled = self.table.section(&keys, |v| {
+            let mut h = 0;
+            for (i, bodies) in recorded() {
                 let tick = first + i as Tick;
-                let Slot::Count { tick: have, .. } = *v.at(at(c)) else {
-                    unreachable!()
-                };
-                if have != tick {
-                    return Err(self.slot_error(tick, have));
-                }
                 for &(b, _) in *bodies {
-                    let Slot::Chunk { bits, .. } = v.at(at(h)) else {
+                    let Slot::Chunk {
+                        tick: have, bits, ..
+                    } = *v.at(at(h))
+                    else {
                         unreachable!()
                     };
                     h += 1;
+                    if have != tick {
+                        return Err(self.slot_error(tick, have));
+                    }
                     if bits & (1 << (b as usize % CHUNK)) != 0 {
                         return Err(GvtError::AlreadyRecorded { body: b, tick });
                     }
                 }
             }
-            let mut lowest = None;
-            let mut h = counts;
-            for (c, (i, bodies)) in recorded().enumerate() {
+            let mut filled = Vec::new();
+            let mut h = 0;
+            for (i, bodies) in recorded() {
                 let tick = first + i as Tick;
                 let frame = self.is_frame(tick);
                 let mut newly_full = 0;
@@ -430,17 +449,12 @@ impl GvtBuffer {
                     }
                 }
                 if newly_full > 0 {
-                    let Slot::Count { full, .. } = v.at_mut(at(c)) else {
-                        unreachable!()
-                    };
-                    *full += newly_full;
-                    if *full as usize == self.chunks && lowest.is_none() {
-                        lowest = Some(tick);
-                    }
+                    filled.push((tick, newly_full));
                 }
             }
-            Ok(lowest)
+            Ok(filled)
         })?;
+        let lowest_complete = self.count(&filled)?;
         // Committing the lowest tick this completed walks on through every complete tick after
         // it; a later completed tick it does not reach waits behind an incomplete one, whose
         // completing record will walk on to it (see `advance`).
@@ -457,35 +471,35 @@ impl GvtBuffer {
     }
 
     /// Takes back the records of every tick in `ticks` for the given bodies, in one section
-    /// (a rollback takes back all the ticks it undoes at once). All or nothing; refused if any
+    /// over their chunks (a rollback takes back all the ticks it undoes at once), then one over
+    /// the counters of the chunks it emptied (see "Counting"). All or nothing; refused if any
     /// tick is committed or not recorded by one of the bodies.
     pub fn unrecord_ticks(&self, ticks: Range<Tick>, bodies: &[BodyId]) -> Result<(), GvtError> {
         if bodies.is_empty() || ticks.is_empty() {
             return Ok(());
         }
-        let (mut keys, mut chunk_keys) = (Vec::new(), Vec::new());
+        let mut keys = Vec::new();
         for tick in ticks.clone() {
-            self.keys_for(tick, bodies.iter().copied(), &mut keys, &mut chunk_keys)?;
+            self.keys_for(tick, bodies.iter().copied(), &mut keys)?;
         }
-        keys.append(&mut chunk_keys);
-        self.table.section(&keys, |v| {
+        let emptied = self.table.section(&keys, |v| {
             for tick in ticks.clone() {
-                let Slot::Count { tick: have, .. } = *v.get(self.count_key(tick)) else {
-                    unreachable!()
-                };
-                if have != tick {
-                    return Err(self.slot_error(tick, have));
-                }
                 for &b in bodies {
-                    let Slot::Chunk { bits, .. } = v.get(self.chunk_key(tick, b as usize / CHUNK))
+                    let Slot::Chunk {
+                        tick: have, bits, ..
+                    } = *v.get(self.chunk_key(tick, b as usize / CHUNK))
                     else {
                         unreachable!()
                     };
+                    if have != tick {
+                        return Err(self.slot_error(tick, have));
+                    }
                     if bits & (1 << (b as usize % CHUNK)) == 0 {
                         return Err(GvtError::NotRecorded { body: b, tick });
                     }
                 }
             }
+            let mut emptied = Vec::new();
             for tick in ticks.clone() {
                 let mut no_longer_full = 0;
                 for &b in bodies {
@@ -500,13 +514,40 @@ impl GvtBuffer {
                     *bits &= !(1 << (b as usize % CHUNK));
                 }
                 if no_longer_full > 0 {
-                    let Slot::Count { full, .. } = v.get_mut(self.count_key(tick)) else {
-                        unreachable!()
-                    };
-                    *full -= no_longer_full;
+                    emptied.push((tick, -no_longer_full));
                 }
             }
-            Ok(())
+            Ok(emptied)
+        })?;
+        self.count(&emptied).map(|_| ())
+    }
+
+    /// The second section of a record or unrecord (see "Counting" in the module
+    /// documentation): adds to the count of each tick the chunks the first section made full
+    /// (or no longer full); returns the lowest tick whose count reached every chunk, if any.
+    fn count(&self, changes: &[(Tick, i64)]) -> Result<Option<Tick>, GvtError> {
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let keys: Vec<usize> = changes.iter().map(|&(t, _)| self.count_key(t)).collect();
+        self.table.section(&keys, |v| {
+            let mut lowest = None;
+            for &(tick, n) in changes {
+                let Slot::Count { tick: have, full } = v.get_mut(self.count_key(tick)) else {
+                    unreachable!()
+                };
+                if *have != tick {
+                    // A tick commits only once its count is settled (see "Counting").
+                    return Err(GvtError::Invalid(format!(
+                        "tick {tick}'s count changed by {n} after its slot moved on to {have}"
+                    )));
+                }
+                *full += n;
+                if *full == self.chunks as i64 && lowest.is_none() {
+                    lowest = Some(tick);
+                }
+            }
+            Ok(lowest)
         })
     }
 
@@ -548,7 +589,20 @@ impl GvtBuffer {
                 let Slot::Count { tick: have, full } = *v.get(self.count_key(t)) else {
                     unreachable!()
                 };
-                let incomplete = full as usize != self.chunks;
+                // The count says every chunk is full; the chunks themselves must agree (a count
+                // can run ahead of a chunk emptied by a rollback whose count change is still
+                // to come, see "Counting").
+                let all_full = (0..self.chunks).all(|c| {
+                    matches!(*v.get(self.chunk_key(t, c)),
+                        Slot::Chunk { bits, .. } if bits == self.chunk_mask(c))
+                });
+                // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+                // `TIMEWARP_BROKEN=gvt_commit_trusts_count` (a loom negative control, see
+                // `sync::broken`): the commit trusts the counter alone, so a chunk emptied by a
+                // rollback whose subtraction is still to come commits without its body.
+                #[cfg(timewarp_broken)]
+                let all_full = all_full || crate::sync::broken("gvt_commit_trusts_count");
+                let incomplete = full != self.chunks as i64 || !all_full;
                 #[cfg(timewarp_broken)]
                 let incomplete = incomplete && !count_checked_outside;
                 if have != t || incomplete {
@@ -612,8 +666,9 @@ impl GvtBuffer {
     }
 
     /// Checks the invariants on a consistent snapshot: the ring holds the `ring` ticks from the
-    /// snapshot's GVT on, each in its slot, chunks agree with their counter, states are kept for
-    /// frame ticks only, and the GVT word does not lead the snapshot.
+    /// snapshot's GVT on, each in its slot, chunks agree with their counter (so: with no record
+    /// or rollback in flight, see "Counting"), states are kept for frame ticks only, and the
+    /// GVT word does not lead the snapshot.
     pub fn validate(&self) -> Result<(), GvtError> {
         let gvt_word = self.gvt();
         let snap = self.table.snapshot();
@@ -668,7 +723,7 @@ impl GvtBuffer {
                         states.len()
                     ));
                 }
-                n_full += u32::from(*bits == mask);
+                n_full += i64::from(*bits == mask);
             }
             if n_full != full {
                 return err(format!(
@@ -776,7 +831,7 @@ mod tests {
         assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(3, 0, 4)).is_err());
     }
 
-    /// `record_ticks` (one section, positions found once) against the same records made tick
+    /// `record_ticks` (one chunk section, positions found once) against the same records made tick
     /// by tick: batches that cross the ring's end, entities whose bodies share a chunk or
     /// are listed out of chunk order, a batch refused halfway (nothing recorded), and a batch
     /// naming a body twice at one tick.
