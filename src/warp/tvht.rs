@@ -394,6 +394,9 @@ struct SleepContact {
 /// is at tick `first + i`, and this bucket holds it iff bit `i` of `present` is set.
 #[derive(Clone, Debug)]
 struct Run {
+    /// The writer of every entry of the run (so a write skips its own runs without reading
+    /// an entry).
+    entity: EntityId,
     body: BodyId,
     first: Tick,
     present: u64,
@@ -514,10 +517,13 @@ impl Bucket {
             .find_map(|r| r.at(tick))
     }
 
-    /// The entries at `tick`.
+    /// The entries at `tick` of entities other than `entity`.
     #[inline]
-    fn at(&self, tick: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        self.runs.iter().filter_map(move |r| r.at(tick))
+    fn others_at(&self, entity: EntityId, tick: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
+        self.runs
+            .iter()
+            .filter(move |r| r.entity != entity)
+            .filter_map(move |r| r.at(tick))
     }
 
     /// The entries at ticks `from ..= to`.
@@ -570,6 +576,7 @@ impl Bucket {
             r.present |= 1 << i;
         } else {
             self.runs.push(Run {
+                entity: entries[0].entity,
                 body: entries[0].body,
                 first: entries[0].tick,
                 present: 1 << i,
@@ -1243,8 +1250,8 @@ impl Tvht {
             let me = run[i];
             for (&k, &at) in planned.buckets(p).iter().zip(planned.slots(p)) {
                 let first = contacts.len();
-                for x in view.at(at).at(s.tick) {
-                    if x.entity != entity && x.aabb.overlaps(&me.aabb) {
+                for x in view.at(at).others_at(entity, s.tick) {
+                    if x.aabb.overlaps(&me.aabb) {
                         let xl = self.lo_of(&x.aabb);
                         let owner = [p.lo[0].max(xl[0]), p.lo[1].max(xl[1]), p.lo[2].max(xl[2])];
                         if self.bucket_of(owner, s.tick) == k {
@@ -1802,9 +1809,7 @@ impl Tvht {
                     && r.entries.len() as u64 <= RUN_TICKS
                     && (r.entries.len() as u64 == RUN_TICKS || r.present >> r.entries.len() == 0)
                     && r.entries.iter().enumerate().all(|(i, e)| {
-                        e.body == r.body
-                            && e.tick == r.first + i as Tick
-                            && e.entity == r.entries[0].entity
+                        e.body == r.body && e.tick == r.first + i as Tick && e.entity == r.entity
                     });
                 if !good {
                     return err(format!(
