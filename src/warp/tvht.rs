@@ -39,6 +39,14 @@
 //! holds, logically, the same entries as before (and `validate` checks the runs). On
 //! `cylinders` 2000 this took a fifth to a third off a run's time and a fifth off its memory.
 //!
+//! A run also keeps its writer and a box around its entries' boxes. A write section first
+//! picks, in each of its buckets, the runs it can meet (other entities', at its ticks, whose
+//! box touches the box around everything it writes): neighbours that do not come near over
+//! the batch are then never looked at tick by tick. And it puts its own entries in its buckets
+//! at the end, a run's bits at once per bucket, not one bit per tick (nothing in the section
+//! looks for the writer's own entries in between). The two took 8% off the instructions of
+//! `parallel` and 4-5% off `bouncing` and `cylinders`.
+//!
 //! ## Exactly once
 //!
 //! Two boxes that overlap share a block of cells, so the pair could be found in several
@@ -397,6 +405,9 @@ struct Run {
     /// The writer of every entry of the run (so a write skips its own runs without reading
     /// an entry).
     entity: EntityId,
+    /// A box around every entry's box (so a write whose boxes are all clear of it skips the
+    /// run, see "Runs" in the module documentation).
+    bounds: Aabb,
     body: BodyId,
     first: Tick,
     present: u64,
@@ -517,15 +528,6 @@ impl Bucket {
             .find_map(|r| r.at(tick))
     }
 
-    /// The entries at `tick` of entities other than `entity`.
-    #[inline]
-    fn others_at(&self, entity: EntityId, tick: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        self.runs
-            .iter()
-            .filter(move |r| r.entity != entity)
-            .filter_map(move |r| r.at(tick))
-    }
-
     /// The entries at ticks `from ..= to`.
     fn within(&self, from: Tick, to: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
         self.runs
@@ -563,23 +565,24 @@ impl Bucket {
             .sum()
     }
 
-    /// Holds entry `i` of `entries` (shared by the request's runs): sets its bit in the run
-    /// of those entries, adding the run if this bucket has none yet. The section adds its
-    /// runs last, so they are looked for from the end.
-    fn hold(&mut self, entries: &Arc<[TvhtEntry]>, i: usize) {
+    /// Holds the entries of `entries` (a run of the request) whose bits are set in `mask`:
+    /// sets them in the bucket's run of those entries, adding the run if this bucket has none
+    /// yet. The section adds its runs last, so they are looked for from the end.
+    fn hold(&mut self, (entries, bounds): (&Arc<[TvhtEntry]>, Aabb), mask: u64) {
         if let Some(r) = self
             .runs
             .iter_mut()
             .rev()
             .find(|r| Arc::ptr_eq(&r.entries, entries))
         {
-            r.present |= 1 << i;
+            r.present |= mask;
         } else {
             self.runs.push(Run {
                 entity: entries[0].entity,
+                bounds,
                 body: entries[0].body,
                 first: entries[0].tick,
-                present: 1 << i,
+                present: mask,
                 entries: entries.clone(),
             });
         }
@@ -720,16 +723,20 @@ impl Planned {
 /// entries at consecutive ticks, at most [`RUN_TICKS`] of them, share one allocation.
 struct Runs {
     runs: Vec<Arc<[TvhtEntry]>>,
+    /// Each run's [`Run::bounds`].
+    bounds: Vec<Aabb>,
+    /// A box around all of the request's boxes.
+    all: Aabb,
     /// For each body of each step (the order of [`Planned::plans`]): its run and its index
     /// there.
     slots: Vec<(usize, usize)>,
 }
 
 impl Runs {
-    /// The run and index of the `j`th entry of the request.
-    fn slot(&self, j: usize) -> (&Arc<[TvhtEntry]>, usize) {
+    /// The run (with its bounds) and index of the `j`th entry of the request.
+    fn slot(&self, j: usize) -> ((&Arc<[TvhtEntry]>, Aabb), usize) {
         let (r, i) = self.slots[j];
-        (&self.runs[r], i)
+        ((&self.runs[r], self.bounds[r]), i)
     }
 }
 
@@ -814,7 +821,120 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
             })
             .collect()
     };
-    Runs { runs, slots }
+    let bounds: Vec<Aabb> = runs
+        .iter()
+        .map(|r: &Arc<[TvhtEntry]>| {
+            r.iter()
+                .map(|e| e.aabb)
+                .reduce(|a, b| a.merge(&b))
+                .expect("a run has an entry")
+        })
+        .collect();
+    let all = bounds
+        .iter()
+        .copied()
+        .reduce(|a, b| a.merge(&b))
+        .unwrap_or(Aabb {
+            min: glam::Vec3::INFINITY,
+            max: glam::Vec3::NEG_INFINITY,
+        });
+    Runs {
+        runs,
+        bounds,
+        all,
+        slots,
+    }
+}
+
+/// The entries a write's section has yet to put in its buckets, gathered per body while its
+/// steps share a plan (the same buckets) and a run, and put there at once ([`Bucket::hold`]
+/// with a mask): a batch of consecutive ticks in one time slice then changes each bucket once,
+/// not once per tick. Nothing in the section looks for the writer's own entries in between
+/// (duplicates are refused before anything is written, and a write meets only other
+/// entities' entries), so putting them in later changes no answer.
+#[derive(Default)]
+struct Holds {
+    /// Per body place in the step: the plan's key range, the run, and the entries' bits.
+    open: Vec<Option<(std::ops::Range<usize>, usize, u64)>>,
+}
+
+impl Holds {
+    /// Notes that the body at place `j` of a step, planned as `p`, writes entry `i` of run `r`.
+    fn add(
+        &mut self,
+        view: &mut View<'_, Bucket>,
+        j: usize,
+        p: &Plan,
+        (runs, (r, i)): (&Runs, (usize, usize)),
+        planned: &Planned,
+    ) {
+        if self.open.len() <= j {
+            self.open.resize(j + 1, None);
+        }
+        match &mut self.open[j] {
+            Some((keys, run, mask)) if *keys == p.buckets && *run == r => *mask |= 1 << i,
+            open => {
+                if let Some(done) = open.replace((p.buckets.clone(), r, 1 << i)) {
+                    Self::put(view, done, runs, planned);
+                }
+            }
+        }
+    }
+
+    /// Puts in everything noted.
+    fn flush(&mut self, view: &mut View<'_, Bucket>, runs: &Runs, planned: &Planned) {
+        for done in self.open.drain(..).flatten() {
+            Self::put(view, done, runs, planned);
+        }
+    }
+
+    fn put(
+        view: &mut View<'_, Bucket>,
+        (keys, r, mask): (std::ops::Range<usize>, usize, u64),
+        runs: &Runs,
+        planned: &Planned,
+    ) {
+        for &at in &planned.at[keys] {
+            view.at_mut(at).hold((&runs.runs[r], runs.bounds[r]), mask);
+        }
+    }
+}
+
+/// Of each bucket of a write's section, the runs that a write can meet: other entities' runs
+/// with entries at the request's ticks whose bounds touch the request's (indices into the
+/// bucket's `runs`, in order). Found once per section rather than at each tick: a batch
+/// writes up to 32 ticks into the same buckets, and neighbours that do not touch over the
+/// batch (most of them) are then not looked at again. The section only appends runs (its
+/// own), so the indices stay valid while it writes.
+struct Others {
+    runs: Vec<usize>,
+    /// `runs[at[i]..at[i + 1]]` are those of the section's `i`th bucket.
+    at: Vec<usize>,
+}
+
+impl Others {
+    fn of(view: &View<'_, Bucket>, entity: EntityId, ticks: (Tick, Tick), all: &Aabb) -> Others {
+        let n = view.keys().len();
+        let mut o = Others {
+            runs: Vec::new(),
+            at: Vec::with_capacity(n + 1),
+        };
+        let meets = |r: &Run| {
+            r.entity != entity && r.bounds.overlaps(all) && r.present_within(ticks.0, ticks.1) != 0
+        };
+        for i in 0..n {
+            o.at.push(o.runs.len());
+            let runs = &view.at(i).runs;
+            o.runs.extend((0..runs.len()).filter(|&j| meets(&runs[j])));
+        }
+        o.at.push(o.runs.len());
+        o
+    }
+
+    /// The runs of the section's `i`th bucket that a write can meet.
+    fn of_slot(&self, i: usize) -> &[usize] {
+        &self.runs[self.at[i]..self.at[i + 1]]
+    }
 }
 
 /// The temporal volumetric hash table.
@@ -1204,16 +1324,28 @@ impl Tvht {
                     view.at_mut(i).prune(floor);
                 }
             }
+            let others = Others::of(view, entity, (tmin, tmax), &runs.all);
+            let mut holds = Holds::default();
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
-                let found = self.write_one(view, entity, s, ps, (&runs, at), &planned);
+                let found = self.write_one(
+                    view,
+                    entity,
+                    s,
+                    ps,
+                    (&runs, at),
+                    (&planned, &others),
+                    &mut holds,
+                );
                 at += ps.len();
                 let stop = found.iter().any(&stops);
                 met.extend(found);
                 if stop {
+                    holds.flush(view, &runs, &planned);
                     return Ok((i + 1, met));
                 }
             }
+            holds.flush(view, &runs, &planned);
             Ok((steps.len(), met))
         });
         out.map(|(n, mut c)| {
@@ -1235,6 +1367,7 @@ impl Tvht {
 
     /// Writes one step inside a section (its entries are those of `runs` from the `from`th
     /// on, one per body); returns its contacts.
+    #[allow(clippy::too_many_arguments)]
     fn write_one(
         &self,
         view: &mut View<'_, Bucket>,
@@ -1242,33 +1375,41 @@ impl Tvht {
         s: &Step<'_>,
         plans: &[Plan],
         (runs, from): (&Runs, usize),
-        planned: &Planned,
+        (planned, others): (&Planned, &Others),
+        holds: &mut Holds,
     ) -> Vec<Contact> {
         let mut contacts = Vec::new();
         for (j, p) in plans.iter().enumerate() {
             let (run, i) = runs.slot(from + j);
-            let me = run[i];
+            let me = &run.0[i];
+            holds.add(view, j, p, (runs, runs.slots[from + j]), planned);
             for (&k, &at) in planned.buckets(p).iter().zip(planned.slots(p)) {
+                let meets = others.of_slot(at);
+                if meets.is_empty() {
+                    continue;
+                }
                 let first = contacts.len();
-                for x in view.at(at).others_at(entity, s.tick) {
+                let bucket = view.at(at);
+                for x in meets.iter().filter_map(|&r| bucket.runs[r].at(s.tick)) {
                     if x.aabb.overlaps(&me.aabb) {
                         let xl = self.lo_of(&x.aabb);
                         let owner = [p.lo[0].max(xl[0]), p.lo[1].max(xl[1]), p.lo[2].max(xl[2])];
                         if self.bucket_of(owner, s.tick) == k {
-                            contacts.push(Contact::new(me, *x));
+                            contacts.push(Contact::new(*me, *x));
                         }
                     }
                 }
-                let bucket = view.at_mut(at);
-                for c in &contacts[first..] {
-                    let key = c.key();
-                    bucket.contacts.push(ContactRec {
-                        tick: key.tick,
-                        a: key.a,
-                        b: key.b,
-                    });
+                if contacts.len() > first {
+                    let bucket = view.at_mut(at);
+                    for c in &contacts[first..] {
+                        let key = c.key();
+                        bucket.contacts.push(ContactRec {
+                            tick: key.tick,
+                            a: key.a,
+                            b: key.b,
+                        });
+                    }
                 }
-                bucket.hold(run, i);
             }
             // Sleep records at this tick: an asleep entry and a sleep record never touch
             // (neither wakes nor fuses with the other), so only an awake entry looks.
@@ -1283,14 +1424,17 @@ impl Tvht {
                         && r.aabb.overlaps(&me.aabb)
                         && self.sleep_slot(self.owner_cell(&me.aabb, &r.aabb)) == k
                     {
-                        contacts.push(Contact::new(me, r.at(s.tick)));
+                        contacts.push(Contact::new(*me, r.at(s.tick)));
                     }
                 }
                 if contacts.len() > first {
                     let bucket = view.at_mut(at);
                     for c in &contacts[first..] {
                         let sleeper = c.other(entity).expect("a record of another entity").body;
-                        bucket.woken.push(SleepContact { awake: me, sleeper });
+                        bucket.woken.push(SleepContact {
+                            awake: *me,
+                            sleeper,
+                        });
                     }
                 }
             }
@@ -1809,7 +1953,10 @@ impl Tvht {
                     && r.entries.len() as u64 <= RUN_TICKS
                     && (r.entries.len() as u64 == RUN_TICKS || r.present >> r.entries.len() == 0)
                     && r.entries.iter().enumerate().all(|(i, e)| {
-                        e.body == r.body && e.tick == r.first + i as Tick && e.entity == r.entity
+                        e.body == r.body
+                            && e.tick == r.first + i as Tick
+                            && e.entity == r.entity
+                            && r.bounds.merge(&e.aabb) == r.bounds
                     });
                 if !good {
                     return err(format!(
