@@ -3,7 +3,8 @@
 //! the real `timewarp::warp::GvtBuffer` under each backend of the sync seam.
 //!
 //! Two bodies, each its own entity; every tick is a frame (so the committed states are
-//! checked); a ring of three ticks.
+//! checked); a ring of three ticks, one slot each (window 2), and again with a window of 8,
+//! where the buffer keeps ticks in blocks of two (ticks 0 and 1 in the same slots).
 //!
 //! * entity A (a thread) records ticks 0 and 1, then drains the committed frames while B may
 //!   still be running;
@@ -69,7 +70,7 @@ fn ok(who: &str, r: Result<(), GvtError>) {
     }
 }
 
-fn model(name: &str, backend: Backend, preemptions: usize) {
+fn model(name: &str, backend: Backend, preemptions: usize, window: u64) {
     let outcomes = Outcomes::new(&[
         "rollback before tick 1's commit",
         "rollback after it (refused)",
@@ -80,7 +81,7 @@ fn model(name: &str, backend: Backend, preemptions: usize) {
             bodies: 2,
             start_tick: 0,
             frame_ticks: 1,
-            window: 2,
+            window,
             slack: 1,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
@@ -149,6 +150,29 @@ fn gvt_records_and_rollbacks_locks() {
         "gvt_records_and_rollbacks_locks",
         Backend::Locks,
         LOCKS_PREEMPTIONS,
+        2,
+    );
+}
+
+/// The same with a window of 8: the buffer keeps ticks in blocks of 2, so ticks 0 and 1 share
+/// their slots (tick 0's commit marks it done in the block, tick 1's moves the block on).
+#[test]
+fn gvt_records_and_rollbacks_blocks_locks() {
+    model(
+        "gvt_records_and_rollbacks_blocks_locks",
+        Backend::Locks,
+        LOCKS_PREEMPTIONS,
+        8,
+    );
+}
+
+#[test]
+fn gvt_records_and_rollbacks_blocks_stm() {
+    model(
+        "gvt_records_and_rollbacks_blocks_stm",
+        Backend::Stm,
+        STM_PREEMPTIONS,
+        8,
     );
 }
 
@@ -158,5 +182,6 @@ fn gvt_records_and_rollbacks_stm() {
         "gvt_records_and_rollbacks_stm",
         Backend::Stm,
         STM_PREEMPTIONS,
+        2,
     );
 }
