@@ -116,7 +116,8 @@ pub struct GvtConfig {
     pub frame_ticks: u64,
     /// `LVT_ub - GVT` (>= 1).
     pub window: u64,
-    /// Extra ring slots beyond the window (>= 1), so that a tick at `LVT_ub` has a slot.
+    /// Extra ticks of ring beyond the window (>= 1), so that a tick at `LVT_ub` has a slot (the
+    /// ring is then rounded up to whole blocks, and to at least `window + block` ticks).
     pub slack: u64,
 }
 
@@ -146,7 +147,8 @@ pub enum GvtError {
     NotRecorded { body: BodyId, tick: Tick },
     /// The tick is committed (behind GVT): it cannot change any more.
     Committed { tick: Tick },
-    /// The tick is beyond the ring (`>= GVT + window + slack`).
+    /// The tick is beyond the ring: its block's slots still hold the block one ring earlier
+    /// (the tick is at least `window + slack` ticks past GVT).
     BeyondWindow { tick: Tick, gvt: Tick, ring: u64 },
     /// `validate` found a broken invariant.
     Invalid(String),
