@@ -417,7 +417,7 @@ impl GvtBuffer {
     }
 
     /// Checks body ids and the rough tick range; appends the chunk slots of `tick`'s bodies to
-    /// `keys` (one per block: a request's consecutive ticks share their blocks' slots).
+    /// `keys`.
     fn keys_for(
         &self,
         tick: Tick,
@@ -448,8 +448,10 @@ impl GvtBuffer {
                     seen.push(b);
                 }
             }
+            // A body's consecutive ticks share their block's slot: named once (the section
+            // drops the other repeats).
             let k = self.chunk_key(tick, b as usize / CHUNK);
-            if !keys.contains(&k) {
+            if keys.last() != Some(&k) {
                 keys.push(k);
             }
         }

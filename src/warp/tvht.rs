@@ -792,7 +792,9 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
         }
     };
     let runs = if open_runs.len() == 1 && steps.len() == n {
-        // One body at every step: the request is its run, in order.
+        // One body at every step (every entity without contact groups): the request is its
+        // run, in order, with no places to look up (the general path below costs 2% more of
+        // a `parallel` run's instructions).
         vec![(0..n).map(|i| entry(i, 0)).collect()]
     } else {
         // Each run's (step, place) pairs, runs one after another.
