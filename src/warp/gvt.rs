@@ -88,7 +88,7 @@
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
 use crate::primitive::{AtomicU64, Mutex, Ordering};
-use crate::sync::{Backend, Class, Table};
+use crate::sync::{Backend, Class, Table, View};
 use glam::{Quat, Vec3};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -494,12 +494,7 @@ impl GvtBuffer {
                 let tick = first + i as Tick;
                 let row = self.chunk_row(tick);
                 for &(b, _) in *bodies {
-                    let slot = v.get(row + b as usize / CHUNK);
-                    let at = self.live(slot, tick)?;
-                    let Slot::Chunk { bits, .. } = slot else {
-                        unreachable!()
-                    };
-                    if bits[at] & (1 << (b as usize % CHUNK)) != 0 {
+                    if self.has_recorded(v, row + b as usize / CHUNK, tick, b)? {
                         return Err(GvtError::AlreadyRecorded { body: b, tick });
                     }
                 }
@@ -540,6 +535,24 @@ impl GvtBuffer {
         Ok(())
     }
 
+    /// Whether body `b` has recorded `tick`, by its chunk slot `key` (which the section names);
+    /// an error if `tick` is committed or beyond the ring.
+    #[inline]
+    fn has_recorded(
+        &self,
+        v: &View<'_, Slot>,
+        key: usize,
+        tick: Tick,
+        b: BodyId,
+    ) -> Result<bool, GvtError> {
+        let slot = v.get(key);
+        let at = self.live(slot, tick)?;
+        let Slot::Chunk { bits, .. } = slot else {
+            unreachable!()
+        };
+        Ok(bits[at] & (1 << (b as usize % CHUNK)) != 0)
+    }
+
     /// Takes back the record of `tick` for the given bodies (rollback). Refused for a
     /// committed tick.
     pub fn unrecord(&self, tick: Tick, bodies: &[BodyId]) -> Result<(), GvtError> {
@@ -561,12 +574,7 @@ impl GvtBuffer {
         let emptied = self.table.section(&keys, |v| {
             for tick in ticks.clone() {
                 for &b in bodies {
-                    let slot = v.get(self.chunk_key(tick, b as usize / CHUNK));
-                    let at = self.live(slot, tick)?;
-                    let Slot::Chunk { bits, .. } = slot else {
-                        unreachable!()
-                    };
-                    if bits[at] & (1 << (b as usize % CHUNK)) == 0 {
+                    if !self.has_recorded(v, self.chunk_key(tick, b as usize / CHUNK), tick, b)? {
                         return Err(GvtError::NotRecorded { body: b, tick });
                     }
                 }
