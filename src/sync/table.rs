@@ -102,7 +102,10 @@ impl<'s, T> View<'s, T> {
         self.keys.binary_search(&key).is_ok()
     }
 
-    fn index(&self, key: usize) -> usize {
+    /// The position of `key` in [`View::keys`] (which the section must have named), for
+    /// [`View::at`] and [`View::at_mut`]: a caller that looks at one slot many times finds it
+    /// once.
+    pub fn index(&self, key: usize) -> usize {
         match self.keys.binary_search(&key) {
             Ok(i) => i,
             Err(_) => panic!("section touched key {key}, which it did not name"),

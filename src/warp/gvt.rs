@@ -353,7 +353,7 @@ impl GvtBuffer {
 
     /// The first tick of `t`'s block.
     fn base(&self, t: Tick) -> Tick {
-        t - t % self.block
+        t & !(self.block - 1)
     }
 
     fn count_key(&self, t: Tick) -> usize {
@@ -480,6 +480,7 @@ impl GvtBuffer {
         ticks: &[&[(BodyId, BodyState)]],
     ) -> Result<(), GvtError> {
         let mut keys = Vec::new();
+        let n = ticks.iter().map(|b| b.len()).sum();
         for (i, bodies) in ticks.iter().enumerate() {
             if !bodies.is_empty() {
                 self.keys_for(first + i as Tick, bodies.iter().map(|b| b.0), &mut keys)?;
@@ -490,29 +491,55 @@ impl GvtBuffer {
         }
         let recorded = || ticks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         let filled = self.table.section(&keys, |v| {
+            // Each (tick, body) pair's chunk slot (its place in the view), its tick's place in
+            // the slot's block and its bit, in request order. A body's slot is found, and
+            // checked live, once per block, not once per tick: a later tick of the same block
+            // is live if an earlier one is.
+            let mut places: Vec<(usize, usize, u64)> = Vec::with_capacity(n);
+            // Per place in a tick's body list: the body, block and slot found last.
+            let mut found: Vec<(BodyId, Tick, usize)> = Vec::new();
             for (i, bodies) in recorded() {
                 let tick = first + i as Tick;
-                let row = self.chunk_row(tick);
-                for &(b, _) in *bodies {
-                    if self.has_recorded(v, row + b as usize / CHUNK, tick, b)? {
+                let base = self.base(tick);
+                let at = (tick - base) as usize;
+                for (j, &(b, _)) in bodies.iter().enumerate() {
+                    let slot = match found.get(j) {
+                        Some(&(fb, fbase, slot)) if fb == b && fbase == base => slot,
+                        _ => {
+                            let slot = v.index(self.chunk_key(tick, b as usize / CHUNK));
+                            self.live(v.at(slot), tick)?;
+                            if j < found.len() {
+                                found[j] = (b, base, slot);
+                            } else {
+                                found.push((b, base, slot));
+                            }
+                            slot
+                        }
+                    };
+                    let bit = 1u64 << (b as usize % CHUNK);
+                    let Slot::Chunk { bits, .. } = v.at(slot) else {
+                        unreachable!()
+                    };
+                    if bits[at] & bit != 0 {
                         return Err(GvtError::AlreadyRecorded { body: b, tick });
                     }
+                    places.push((slot, at, bit));
                 }
             }
             let mut filled = Vec::new();
+            let mut places = places.iter();
             for (i, bodies) in recorded() {
                 let tick = first + i as Tick;
-                let (at, frame) = ((tick % self.block) as usize, self.is_frame(tick));
-                let row = self.chunk_row(tick);
+                let frame = self.is_frame(tick);
                 let mut newly_full = 0;
-                for &(b, s) in *bodies {
+                for (&(b, s), &(slot, at, bit)) in bodies.iter().zip(places.by_ref()) {
                     let chunk = b as usize / CHUNK;
                     let mask = self.chunk_mask(chunk);
                     let f = if frame { self.frame_at(tick, chunk) } else { 0 };
-                    let Slot::Chunk { bits, states, .. } = v.get_mut(row + chunk) else {
+                    let Slot::Chunk { bits, states, .. } = v.at_mut(slot) else {
                         unreachable!()
                     };
-                    bits[at] |= 1 << (b as usize % CHUNK);
+                    bits[at] |= bit;
                     if frame {
                         states[f + b as usize % CHUNK] = s;
                     }
