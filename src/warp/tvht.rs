@@ -658,11 +658,15 @@ struct Plan {
     sleep: std::ops::Range<usize>,
 }
 
-/// A checked request: one plan per body per step, in request order (step by step), the flat
-/// list of their buckets (each plan's distinct buckets, a plan equal to the one before it
-/// sharing its range), and the request's (tick, body) pairs, sorted.
+/// A checked request: its distinct plans, each body's plan at each step, the flat list of
+/// the plans' buckets, and the request's (tick, body) pairs, sorted. A body whose cells and
+/// time slice stay the same from one step to the next keeps its plan: a batch of consecutive
+/// ticks has a plan per time slice or cell change, not per tick.
 struct Planned {
+    /// The distinct plans, in order of first use.
     plans: Vec<Plan>,
+    /// For each body of each step, in request order (step by step): its plan in `plans`.
+    uses: Vec<u32>,
     keys: Vec<usize>,
     seen: Vec<(Tick, BodyId)>,
     /// The request's distinct keys, sorted: the section's [`View::keys`].
@@ -672,17 +676,24 @@ struct Planned {
 }
 
 impl Planned {
-    /// The plans of each step, in order, zipped with the steps.
+    /// The plans of each step (indices into `plans`, one per body), in order, zipped with the
+    /// steps.
     fn per_step<'p, 's>(
         &'p self,
         steps: &'p [Step<'s>],
-    ) -> impl Iterator<Item = (&'p Step<'s>, &'p [Plan])> + 'p {
+    ) -> impl Iterator<Item = (&'p Step<'s>, &'p [u32])> + 'p {
         let mut at = 0;
         steps.iter().map(move |s| {
-            let ps = &self.plans[at..at + s.bodies.len()];
+            let ps = &self.uses[at..at + s.bodies.len()];
             at += s.bodies.len();
             (s, ps)
         })
+    }
+
+    /// Plan `i`.
+    #[inline]
+    fn plan(&self, i: u32) -> &Plan {
+        &self.plans[i as usize]
     }
 
     /// The distinct buckets of a plan.
@@ -705,17 +716,11 @@ impl Planned {
         &self.keys[p.sleep.clone()]
     }
 
-    /// Of `plans` (a prefix of the request's), those whose ranges of keys are their own: a
-    /// plan that shares an earlier plan's ranges (its body's plan at the step before, same
-    /// cells and slice) is left out. New ranges are appended to `keys`, so a plan's are its own
-    /// if they start at or after the end of every earlier plan's.
-    fn distinct<'p>(&'p self, plans: &'p [Plan]) -> impl Iterator<Item = &'p Plan> + 'p {
-        let mut end = 0;
-        plans.iter().filter(move |p| {
-            let own = p.buckets.start >= end;
-            end = end.max(p.sleep.end);
-            own
-        })
+    /// The plans used by the first `n` bodies of the request (in request order): plans are
+    /// numbered in order of first use, so these are a prefix of `plans`.
+    fn used_by_first(&self, n: usize) -> &[Plan] {
+        let last = self.uses[..n].iter().max().map_or(0, |&i| i as usize + 1);
+        &self.plans[..last]
     }
 }
 
@@ -856,17 +861,17 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
 /// entities' entries), so putting them in later changes no answer.
 #[derive(Default)]
 struct Holds {
-    /// Per body place in the step: the plan's key range, the run, and the entries' bits.
-    open: Vec<Option<(std::ops::Range<usize>, usize, u64)>>,
+    /// Per body place in the step: the plan, the run, and the entries' bits.
+    open: Vec<Option<(u32, usize, u64)>>,
 }
 
 impl Holds {
-    /// Notes that the body at place `j` of a step, planned as `p`, writes entry `i` of run `r`.
+    /// Notes that the body at place `j` of a step, planned as plan `p`, writes entry `i` of
+    /// run `r`.
     fn add(
         &mut self,
         view: &mut View<'_, Bucket>,
-        j: usize,
-        p: &Plan,
+        (j, p): (usize, u32),
         (runs, (r, i)): (&Runs, (usize, usize)),
         planned: &Planned,
     ) {
@@ -874,9 +879,9 @@ impl Holds {
             self.open.resize(j + 1, None);
         }
         match &mut self.open[j] {
-            Some((keys, run, mask)) if *keys == p.buckets && *run == r => *mask |= 1 << i,
+            Some((plan, run, mask)) if *plan == p && *run == r => *mask |= 1 << i,
             open => {
-                if let Some(done) = open.replace((p.buckets.clone(), r, 1 << i)) {
+                if let Some(done) = open.replace((p, r, 1 << i)) {
                     Self::put(view, done, runs, planned);
                 }
             }
@@ -892,11 +897,11 @@ impl Holds {
 
     fn put(
         view: &mut View<'_, Bucket>,
-        (keys, r, mask): (std::ops::Range<usize>, usize, u64),
+        (p, r, mask): (u32, usize, u64),
         runs: &Runs,
         planned: &Planned,
     ) {
-        for &at in &planned.at[keys] {
+        for &at in planned.slots(planned.plan(p)) {
             view.at_mut(at).hold((&runs.runs[r], runs.bounds[r]), mask);
         }
     }
@@ -912,14 +917,25 @@ struct Others {
     runs: Vec<usize>,
     /// `runs[at[i]..at[i + 1]]` are those of the section's `i`th bucket.
     at: Vec<usize>,
+    /// For each place `k` of the request's flat key list ([`Planned::keys`]), how many of the
+    /// places before it have a bucket with runs to meet: a plan whose keys have none is quiet
+    /// (a tick planned so writes without looking at any bucket).
+    busy: Vec<u32>,
 }
 
 impl Others {
-    fn of(view: &View<'_, Bucket>, entity: EntityId, ticks: (Tick, Tick), all: &Aabb) -> Others {
+    fn of(
+        view: &View<'_, Bucket>,
+        entity: EntityId,
+        ticks: (Tick, Tick),
+        all: &Aabb,
+        planned: &Planned,
+    ) -> Others {
         let n = view.keys().len();
         let mut o = Others {
             runs: Vec::new(),
             at: Vec::with_capacity(n + 1),
+            busy: Vec::with_capacity(planned.at.len() + 1),
         };
         let meets = |r: &Run| {
             r.entity != entity && r.bounds.overlaps(all) && r.present_within(ticks.0, ticks.1) != 0
@@ -930,7 +946,19 @@ impl Others {
             o.runs.extend((0..runs.len()).filter(|&j| meets(&runs[j])));
         }
         o.at.push(o.runs.len());
+        let mut busy = 0;
+        o.busy.push(0);
+        for &i in &planned.at {
+            busy += u32::from(o.at[i] != o.at[i + 1]);
+            o.busy.push(busy);
+        }
         o
+    }
+
+    /// Whether no bucket of plan `p` has runs to meet.
+    #[inline]
+    fn quiet(&self, p: &Plan) -> bool {
+        self.busy[p.buckets.start] == self.busy[p.buckets.end]
     }
 
     /// The runs of the section's `i`th bucket that a write can meet.
@@ -1100,16 +1128,16 @@ impl Tvht {
 
     /// The checked cell range of a box.
     fn cell_range(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<(Cell, Cell), TvhtError> {
-        let bad = TvhtError::BadAabb { body, tick };
-        if !(b.min.is_finite() && b.max.is_finite()) || b.min.cmpgt(b.max).any() {
-            return Err(bad);
-        }
         let (smin, smax) = (b.min * self.inv_cell, b.max * self.inv_cell);
-        if smin.abs().max_element() >= MAX_CELL_COORD || smax.abs().max_element() >= MAX_CELL_COORD
-        {
-            return Err(bad);
+        // Finite, ordered, and within ±2^30 cells, in three comparisons: NaN fails each, an
+        // infinite corner fails the bound, and `min <= max` carries each bound to the other
+        // corner (scaling by `inv_cell > 0` keeps the order).
+        let limit = glam::Vec3::splat(MAX_CELL_COORD);
+        if !(b.min.cmple(b.max).all() && smin.cmpgt(-limit).all() && smax.cmplt(limit).all()) {
+            return Err(TvhtError::BadAabb { body, tick });
         }
-        let (lo, hi) = (self.cell_of(b.min), self.cell_of(b.max));
+        let lo = [floor_i32(smin.x), floor_i32(smin.y), floor_i32(smin.z)];
+        let hi = [floor_i32(smax.x), floor_i32(smax.y), floor_i32(smax.z)];
         let cells: u64 = (0..3).map(|i| (hi[i] - lo[i]) as u64 + 1).product();
         if cells > self.max_cells as u64 {
             return Err(TvhtError::TooManyCells {
@@ -1122,46 +1150,36 @@ impl Tvht {
         Ok((lo, hi))
     }
 
-    /// Appends the distinct buckets of a body's box at `tick` to `keys` (sorted) and returns
-    /// its plan. If `prev` (the same body's plan at the step before) covers the same cells in
-    /// the same time slice, its buckets are the same: nothing is appended and its range is
-    /// shared (a batch of consecutive ticks thus names each bucket about once, not once per
-    /// tick).
+    /// Appends the distinct buckets of the cells `lo ..= hi` of `body` at `tick` to `keys`
+    /// (sorted) and returns their plan.
     fn plan_into(
         &self,
         body: BodyId,
         tick: Tick,
-        b: &Aabb,
-        prev: Option<&Plan>,
+        (lo, hi): (Cell, Cell),
         keys: &mut Vec<usize>,
-    ) -> Result<Plan, TvhtError> {
-        let (lo, hi) = self.cell_range(body, tick, b)?;
+    ) -> Plan {
         let slice = tick >> self.span_shift;
-        if let Some(p) =
-            prev.filter(|p| p.body == body && p.lo == lo && p.hi == hi && p.slice == slice)
-        {
-            return Ok(p.clone());
-        }
         let buckets = push_distinct(keys, cells(lo, hi).map(|c| self.bucket_of(c, tick)));
         let sleep = if self.sleep {
             push_distinct(keys, cells(lo, hi).map(|c| self.sleep_slot(c)))
         } else {
             keys.len()..keys.len()
         };
-        Ok(Plan {
+        Plan {
             body,
             lo,
             hi,
             slice,
             buckets,
             sleep,
-        })
+        }
     }
 
     /// The distinct buckets of a body's box at `tick`, sorted.
     fn plan_buckets(&self, body: BodyId, tick: Tick, b: &Aabb) -> Result<Vec<usize>, TvhtError> {
         let mut keys = Vec::new();
-        let p = self.plan_into(body, tick, b, None, &mut keys)?;
+        let p = self.plan_into(body, tick, self.cell_range(body, tick, b)?, &mut keys);
         keys.truncate(p.buckets.end);
         Ok(keys)
     }
@@ -1174,9 +1192,11 @@ impl Tvht {
         let floor = self.floor();
         let bodies: usize = steps.iter().map(|s| s.bodies.len()).sum();
         let mut seen: Vec<(Tick, BodyId)> = Vec::with_capacity(bodies);
-        let mut plans: Vec<Plan> = Vec::with_capacity(bodies);
+        let mut plans: Vec<Plan> = Vec::new();
+        let mut uses: Vec<u32> = Vec::with_capacity(bodies);
         let mut keys = Vec::new();
-        let mut prev_step = 0..0;
+        // The plan of the body at each place of the step before.
+        let mut prev: Vec<u32> = Vec::new();
         for s in steps {
             if check_floor && s.tick < floor {
                 return Err(TvhtError::BehindFloor {
@@ -1184,14 +1204,30 @@ impl Tvht {
                     floor,
                 });
             }
-            let first = plans.len();
+            let slice = s.tick >> self.span_shift;
             for (j, b) in s.bodies.iter().enumerate() {
-                let prev = prev_step.clone().nth(j).map(|i| &plans[i]);
-                let plan = self.plan_into(b.body, s.tick, &b.aabb, prev, &mut keys)?;
-                plans.push(plan);
+                let (lo, hi) = self.cell_range(b.body, s.tick, &b.aabb)?;
+                // The same body in the same cells and time slice as at the step before: the
+                // same buckets.
+                let same = prev.get(j).copied().filter(|&i| {
+                    let p = &plans[i as usize];
+                    p.body == b.body && p.lo == lo && p.hi == hi && p.slice == slice
+                });
+                let plan = match same {
+                    Some(i) => i,
+                    None => {
+                        plans.push(self.plan_into(b.body, s.tick, (lo, hi), &mut keys));
+                        (plans.len() - 1) as u32
+                    }
+                };
+                if j < prev.len() {
+                    prev[j] = plan;
+                } else {
+                    prev.push(plan);
+                }
+                uses.push(plan);
                 seen.push((s.tick, b.body));
             }
-            prev_step = first..plans.len();
         }
         if seen.len() > 1 {
             // In tick order already for one body (steps are consecutive ticks).
@@ -1214,6 +1250,7 @@ impl Tvht {
             .collect();
         Ok(Planned {
             plans,
+            uses,
             keys,
             seen,
             sorted,
@@ -1307,7 +1344,7 @@ impl Tvht {
             }
             // Nor a sleep record of one of the request's bodies at one of its ticks.
             for (s, ps) in planned.per_step(steps) {
-                for p in ps {
+                for p in ps.iter().map(|&i| planned.plan(i)) {
                     if planned
                         .sleep_slots(p)
                         .iter()
@@ -1326,7 +1363,7 @@ impl Tvht {
                     view.at_mut(i).prune(floor);
                 }
             }
-            let others = Others::of(view, entity, (tmin, tmax), &runs.all);
+            let others = Others::of(view, entity, (tmin, tmax), &runs.all, &planned);
             let mut holds = Holds::default();
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
@@ -1354,10 +1391,10 @@ impl Tvht {
             if n > 0 {
                 // The buckets the written steps put entries in, and, if they met sleep
                 // records, the sleep buckets they may have put their contacts in.
-                let plans = &planned.plans[..steps[..n].iter().map(|s| s.bodies.len()).sum()];
-                let entries = planned.distinct(plans).flat_map(|p| planned.buckets(p));
-                let woken = planned
-                    .distinct(plans)
+                let plans = planned.used_by_first(steps[..n].iter().map(|s| s.bodies.len()).sum());
+                let entries = plans.iter().flat_map(|p| planned.buckets(p));
+                let woken = plans
+                    .iter()
                     .filter(|_| !c.is_empty())
                     .flat_map(|p| planned.sleep_buckets(p));
                 self.note(entity, steps[n - 1].tick, entries.chain(woken).copied());
@@ -1375,17 +1412,24 @@ impl Tvht {
         view: &mut View<'_, Bucket>,
         entity: EntityId,
         s: &Step<'_>,
-        plans: &[Plan],
+        plans: &[u32],
         (runs, from): (&Runs, usize),
         (planned, others): (&Planned, &Others),
         holds: &mut Holds,
     ) -> Vec<Contact> {
         let mut contacts = Vec::new();
-        for (j, p) in plans.iter().enumerate() {
+        for (j, &pi) in plans.iter().enumerate() {
+            let p = planned.plan(pi);
             let (run, i) = runs.slot(from + j);
             let me = &run.0[i];
-            holds.add(view, j, p, (runs, runs.slots[from + j]), planned);
-            for (&k, &at) in planned.buckets(p).iter().zip(planned.slots(p)) {
+            holds.add(view, (j, pi), (runs, runs.slots[from + j]), planned);
+            // A quiet plan's buckets have nothing to meet: no need to look at them.
+            let (keys, slots) = if others.quiet(p) {
+                (&[][..], &[][..])
+            } else {
+                (planned.buckets(p), planned.slots(p))
+            };
+            for (&k, &at) in keys.iter().zip(slots) {
                 let meets = others.of_slot(at);
                 if meets.is_empty() {
                     continue;
@@ -1465,7 +1509,7 @@ impl Tvht {
         let planned = self.plan_steps(steps, false)?;
         let out = self.section(&planned.keys, |view| {
             for (s, ps) in planned.per_step(steps) {
-                for (b, p) in s.bodies.iter().zip(ps) {
+                for (b, p) in s.bodies.iter().zip(ps.iter().map(|&i| planned.plan(i))) {
                     for &k in planned.buckets(p) {
                         match view.get(k).find(b.body, s.tick) {
                             Some(e) if e.entity == entity => {
@@ -1489,7 +1533,7 @@ impl Tvht {
             }
             let mut contacts = Vec::new();
             for (s, ps) in planned.per_step(steps) {
-                for (b, p) in s.bodies.iter().zip(ps) {
+                for (b, p) in s.bodies.iter().zip(ps.iter().map(|&i| planned.plan(i))) {
                     for &k in planned.buckets(p) {
                         let bucket = view.get_mut(k);
                         let (body, tick) = (b.body, s.tick);
