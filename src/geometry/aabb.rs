@@ -76,13 +76,26 @@ impl Aabb {
     /// plane this way, since a plane's own box is [`Aabb::EVERYTHING`].
     #[inline]
     pub fn lowest_along(&self, n: Vec3) -> f32 {
-        n.dot(self.center()) - n.abs().dot((self.max - self.min) * 0.5)
+        lowest_along(self.center(), self.half(), n)
+    }
+
+    /// Half the box's size per axis.
+    #[inline]
+    pub fn half(&self) -> Vec3 {
+        (self.max - self.min) * 0.5
     }
 
     #[inline]
     pub fn contains_point(&self, p: Vec3) -> bool {
         p.cmpge(self.min).all() && p.cmple(self.max).all()
     }
+}
+
+/// [`Aabb::lowest_along`] of the box with centre `center` and half sizes `half` (for a caller
+/// that tests one box against many normals).
+#[inline]
+pub fn lowest_along(center: Vec3, half: Vec3, n: Vec3) -> f32 {
+    n.dot(center) - n.abs().dot(half)
 }
 
 /// The half sizes along the world axes of a box with half extents `e` rotated by `q`.
