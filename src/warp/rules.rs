@@ -326,7 +326,8 @@ impl Rules {
         let gauge = Gauge::of(&tight);
         let margin = self.sweep(s.velocity);
         for st in &self.statics {
-            if !bx.overlaps(&st.aabb) || gauge.clear_of_plane(&st.shape, margin) {
+            // The plane test first: a plane's box is everything.
+            if gauge.clear_of_plane(&st.shape, margin) || !bx.overlaps(&st.aabb) {
                 continue;
             }
             let m = collide(

@@ -1194,7 +1194,7 @@ impl Tvht {
         let mut seen: Vec<(Tick, BodyId)> = Vec::with_capacity(bodies);
         let mut plans: Vec<Plan> = Vec::new();
         let mut uses: Vec<u32> = Vec::with_capacity(bodies);
-        let mut keys = Vec::new();
+        let mut keys = Vec::with_capacity(64);
         // The plan of the body at each place of the step before.
         let mut prev: Vec<u32> = Vec::new();
         for s in steps {
