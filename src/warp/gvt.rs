@@ -497,7 +497,8 @@ impl GvtBuffer {
             // is live if an earlier one is.
             let mut places: Vec<(usize, usize, u64)> = Vec::with_capacity(n);
             // Per place in a tick's body list: the body, block and slot found last.
-            let mut found: Vec<(BodyId, Tick, usize)> = Vec::new();
+            let mut found: Vec<(BodyId, Tick, usize)> =
+                Vec::with_capacity(ticks.first().map_or(0, |b| b.len()));
             for (i, bodies) in recorded() {
                 let tick = first + i as Tick;
                 let base = self.base(tick);

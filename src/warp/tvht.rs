@@ -755,10 +755,11 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
     let n = steps.iter().map(|s| s.bodies.len()).sum();
     let mut slots = Vec::with_capacity(n);
     // Per run: its length so far and the (body, tick) of its last entry.
-    let mut open_runs: Vec<(usize, BodyId, Tick)> = Vec::new();
+    let width = steps.first().map_or(0, |s| s.bodies.len());
+    let mut open_runs: Vec<(usize, BodyId, Tick)> = Vec::with_capacity(width);
     // The run of the body at each place of the step before (a group lists its bodies in the
     // same order at every step).
-    let mut open: Vec<usize> = Vec::new();
+    let mut open: Vec<usize> = Vec::with_capacity(width);
     for s in steps {
         for (j, b) in s.bodies.iter().enumerate() {
             let run = match open.get(j).copied() {
@@ -933,7 +934,7 @@ impl Others {
     ) -> Others {
         let n = view.keys().len();
         let mut o = Others {
-            runs: Vec::new(),
+            runs: Vec::with_capacity(n),
             at: Vec::with_capacity(n + 1),
             busy: Vec::with_capacity(planned.at.len() + 1),
         };
@@ -1192,11 +1193,13 @@ impl Tvht {
         let floor = self.floor();
         let bodies: usize = steps.iter().map(|s| s.bodies.len()).sum();
         let mut seen: Vec<(Tick, BodyId)> = Vec::with_capacity(bodies);
-        let mut plans: Vec<Plan> = Vec::new();
+        // About a plan per body per time slice.
+        let width = steps.first().map_or(0, |s| s.bodies.len());
+        let mut plans: Vec<Plan> = Vec::with_capacity(4 * width);
         let mut uses: Vec<u32> = Vec::with_capacity(bodies);
         let mut keys = Vec::with_capacity(64);
         // The plan of the body at each place of the step before.
-        let mut prev: Vec<u32> = Vec::new();
+        let mut prev: Vec<u32> = Vec::with_capacity(width);
         for s in steps {
             if check_floor && s.tick < floor {
                 return Err(TvhtError::BehindFloor {
