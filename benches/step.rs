@@ -100,6 +100,7 @@ fn bench_warp(c: &mut Criterion) {
         full_window: false,
         chaos: None,
         groups: false,
+        tvht_span: None,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

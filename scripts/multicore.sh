@@ -8,6 +8,9 @@
 #      2000 over 1.5 s (the spheres reach the cylinders at 0.9 s) and bouncing 2000 over 1 s,
 #      groups off, at 1, 4 and all threads; the adaptive lead against `--full-window` at all
 #      threads; the checksums must agree across thread counts and backends.
+#   3b. The TVHT's time slice: `--tvht-span 16` (the default before 2026-11-26) against 64 (the
+#      default since), parallel and bouncing 2000 over 0.5 s at all threads, both backends:
+#      the wall time and the STM's abort ratios by class decide the default for many cores.
 #   4. Contact groups (the default of `run`): cylinders 2000 over 1.5 s, pyramids 10010 over
 #      10 s, avalanche 300 over 20 s, at 1 and all threads.
 #   5. rapier3d's rayon build at 1, 2, 4, ... threads, over 2 s.
@@ -64,6 +67,14 @@ for t in 1 "$cores"; do
 done
 run 30 "bouncing 2000 1 s stm T=$cores" bouncing --bodies 2000 --seconds 1 --groups off --backend stm --threads "$cores"
 run 30 "bouncing 2000 1 s locks T=$cores full window" bouncing --bodies 2000 --seconds 1 --groups off --backend locks --threads "$cores" --full-window
+
+echo "== 3b. the TVHT's time slice, 16 ticks against the default 64 ($(left)s left)" >>"$log"
+for span in 16 64; do
+    for be in stm locks; do
+        run 20 "parallel 2000 0.5 s $be T=$cores span $span" parallel --bodies 2000 --seconds 0.5 --groups off --backend "$be" --threads "$cores" --tvht-span "$span"
+        run 20 "bouncing 2000 0.5 s $be T=$cores span $span" bouncing --bodies 2000 --seconds 0.5 --groups off --backend "$be" --threads "$cores" --tvht-span "$span"
+    done
+done
 
 echo "== 4. contact groups ($(left)s left)" >>"$log"
 for t in 1 "$cores"; do

@@ -167,6 +167,11 @@ struct RunArgs {
     /// paper's fixed window) instead of the adaptive lead under it
     #[arg(long)]
     full_window: bool,
+    /// Warp engine: the TVHT's time slice, in ticks (a power of two up to 1024): consecutive
+    /// ticks of a cell share a bucket. Frames are the same for any; speed and contention
+    /// differ [default: 64]
+    #[arg(long, value_name = "TICKS")]
+    tvht_span: Option<u64>,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
 }
@@ -338,6 +343,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             None => args.engine == EngineKind::Warp,
         },
         full_window: args.full_window,
+        tvht_span: args.tvht_span,
     };
     let outputs = Outputs {
         out: args.out.as_deref(),

@@ -81,6 +81,8 @@ pub struct RunOptions {
     /// Warp engine: speculate as far as the window at all times instead of the adaptive lead
     /// ([`crate::warp::WarpConfig::full_window`]).
     pub full_window: bool,
+    /// Warp engine: the TVHT's time slice in ticks ([`crate::warp::WarpConfig::tvht_span`]).
+    pub tvht_span: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -96,6 +98,7 @@ impl Default for RunOptions {
             time_limit: None,
             groups: false,
             full_window: false,
+            tvht_span: None,
         }
     }
 }
@@ -125,6 +128,10 @@ impl std::error::Error for RunError {}
 
 /// The most frames a run may ask for (about 530 years at 60 frames per second).
 pub const MAX_FRAMES: u64 = 1 << 40;
+
+/// The longest TVHT time slice `--tvht-span` takes, in ticks (a bucket then holds a cell's
+/// entries over this many ticks; any power of two up to it gives the same frames).
+pub const MAX_TVHT_SPAN: u64 = 1024;
 
 /// Frames in `seconds` of `world`: `round(seconds * ticks_per_second / frame_ticks)`.
 pub fn frame_count(world: &World, seconds: f64) -> Result<u64, RunError> {
@@ -216,6 +223,18 @@ pub fn run_scene_with(
             "--full-window is a warp engine option; the frame engine steps all bodies together"
                 .into(),
         ));
+    }
+    if let Some(span) = options.tvht_span {
+        if options.engine != EngineKind::Warp {
+            return Err(RunError::Invalid(
+                "--tvht-span is a warp engine option; the frame engine has no TVHT".into(),
+            ));
+        }
+        if !(span.is_power_of_two() && span <= MAX_TVHT_SPAN) {
+            return Err(RunError::Invalid(format!(
+                "--tvht-span must be a power of two from 1 to {MAX_TVHT_SPAN} ticks, not {span}"
+            )));
+        }
     }
     if options.groups && options.engine != EngineKind::Warp {
         return Err(RunError::Invalid(
@@ -377,6 +396,7 @@ fn run_warp_scene(
         full_window: options.full_window,
         chaos: None,
         groups: options.groups,
+        tvht_span: options.tvht_span,
     };
     // The engine's state at the last committed frame, for the final checkpoint (with contact
     // groups, known only at the frames whose islands the engine hands out).

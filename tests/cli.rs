@@ -463,52 +463,79 @@ fn the_default_run_is_cylinders_with_200_spheres_in_the_warp_engine_with_groups(
     assert!(text(&both.stderr).contains("warp engine option"));
 }
 
+/// Runs `bouncing` with 20 bodies over 0.2 s with `--checksum` and `extra`, which must
+/// succeed; returns its stdout.
+fn bouncing_20(dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "bouncing",
+        "--bodies",
+        "20",
+        "--seconds",
+        "0.2",
+        "--checksum",
+    ];
+    args.extend_from_slice(extra);
+    let out = timewarp(&args, dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The frame engine refuses `option`, a warp engine option, naming it.
+fn frame_engine_refuses(dir: &Path, option: &[&str]) {
+    let mut args = vec!["run", "--seconds", "0.05", "--engine", "frame"];
+    args.extend_from_slice(option);
+    fails(&args, dir, &[option[0], "warp engine option"]);
+}
+
+/// The `checksum: ...` line of a run's stdout.
+fn checksum_line(stdout: &str) -> Option<String> {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("checksum: "))
+        .map(String::from)
+}
+
 /// `--full-window`: the warp engine speculates as far as the window, with the same frames as
 /// under the adaptive lead; the frame engine refuses it.
 #[test]
 fn full_window_keeps_the_frames_and_is_a_warp_engine_option() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "bouncing",
-            "--bodies",
-            "20",
-            "--seconds",
-            "0.2",
-            "--checksum",
-        ];
-        args.extend_from_slice(extra);
-        let out = timewarp(&args, dir.path());
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
-    };
-    let checksum = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("checksum: "))
-            .map(String::from)
-    };
-    let lead = run(&[]);
-    let full = run(&["--full-window"]);
+    let lead = bouncing_20(dir.path(), &[]);
+    let full = bouncing_20(dir.path(), &["--full-window"]);
     assert!(lead.contains(" of window 256 at the end"), "{lead}");
     assert!(
         full.contains("(lead 256 of window 256 at the end; raised 0, lowered 0 times)"),
         "{full}"
     );
-    assert_eq!(checksum(&lead), checksum(&full));
-    assert!(checksum(&lead).is_some(), "{lead}");
-    fails(
-        &[
-            "run",
-            "--seconds",
-            "0.05",
-            "--engine",
-            "frame",
-            "--full-window",
-        ],
-        dir.path(),
-        &["--full-window", "warp engine option"],
-    );
+    assert_eq!(checksum_line(&lead), checksum_line(&full));
+    assert!(checksum_line(&lead).is_some(), "{lead}");
+    frame_engine_refuses(dir.path(), &["--full-window"]);
+}
+
+/// `--tvht-span`: the TVHT's time slice changes no frame; it must be a power of two up to
+/// 1024, and the frame engine (which has no TVHT) refuses it.
+#[test]
+fn tvht_span_keeps_the_frames_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let checksum = |extra: &[&str]| {
+        let mut args = vec!["--groups", "off"];
+        args.extend_from_slice(extra);
+        checksum_line(&bouncing_20(dir.path(), &args))
+    };
+    let default = checksum(&[]);
+    assert!(default.is_some());
+    for span in ["1", "16", "1024"] {
+        assert_eq!(checksum(&["--tvht-span", span]), default, "span {span}");
+    }
+    for bad in ["0", "3", "2048"] {
+        fails(
+            &["run", "--seconds", "0.05", "--tvht-span", bad],
+            dir.path(),
+            &["--tvht-span must be a power of two from 1 to 1024", bad],
+        );
+    }
+    frame_engine_refuses(dir.path(), &["--tvht-span", "16"]);
 }
 
 #[test]

@@ -230,6 +230,7 @@ fn simulate(
         full_window: true,
         chaos: None,
         groups,
+        tvht_span: None,
     };
     warp_equals(&scene, config(false), end, &want)?;
 
@@ -355,6 +356,7 @@ fn the_last_committed_frame_is_never_lost() {
                     full_window: true,
                     chaos: None,
                     groups: false,
+                    tvht_span: None,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

@@ -379,6 +379,7 @@ friction = 0.0
         full_window: false,
         chaos: None,
         groups: true,
+        tvht_span: None,
     };
     let (got, _) = frames::warp_frames(&scene, config, end);
     assert!(

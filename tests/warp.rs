@@ -32,6 +32,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     full_window: true,
                     chaos: None,
                     groups: false,
+                    tvht_span: None,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -87,6 +88,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             full_window: true,
             chaos: None,
             groups: false,
+            tvht_span: None,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -103,6 +105,7 @@ fn sink_errors_stop_the_run() {
         full_window: true,
         chaos: None,
         groups: false,
+        tvht_span: None,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -156,6 +159,7 @@ fn head_on_collision_swaps_velocities() {
             full_window: true,
             chaos: None,
             groups: false,
+            tvht_span: None,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
@@ -269,6 +273,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
             full_window: false,
             chaos: None,
             groups,
+            tvht_span: None,
         };
         let (want, _) = warp_frames(&scene, plain, ticks);
         let want = bits(&want);

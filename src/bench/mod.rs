@@ -437,6 +437,7 @@ pub fn run_once(
         time_limit: Some(time_limit),
         groups: false,
         full_window: false,
+        tvht_span: None,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

@@ -82,6 +82,7 @@ use super::lead::{Lead, LeadStats};
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
 use super::rules::Rules;
+use super::tvht::DEFAULT_SPAN_TICKS;
 use super::{
     Announcements, BodyId, EntityId, GroupGraph, GroupId, GvtBuffer, GvtConfig, Tick, Tvht,
     TvhtConfig,
@@ -122,6 +123,9 @@ pub struct WarpConfig {
     /// [`super::group_rules`]; the frames equal [`super::reference::grouped_reference`]. Off:
     /// every body is an entity of its own, by the rules of [`super::rules`].
     pub groups: bool,
+    /// The TVHT's time slice in ticks (a power of two; `None`: [`super::tvht::DEFAULT_SPAN_TICKS`]).
+    /// Frames are the same for any; only speed and contention differ.
+    pub tvht_span: Option<u64>,
 }
 
 impl Default for WarpConfig {
@@ -134,6 +138,7 @@ impl Default for WarpConfig {
             full_window: false,
             chaos: None,
             groups: false,
+            tvht_span: None,
         }
     }
 }
@@ -1051,7 +1056,13 @@ pub fn run_warp_from_with(
     let frame_ticks = u64::from(scene.world.frame_ticks);
     let tvht = Tvht::new(
         config.backend,
-        TvhtConfig::for_scene(n, rules.largest_side, window).with_sleep_records(config.groups),
+        TvhtConfig::for_scene_with_span(
+            n,
+            rules.largest_side,
+            window,
+            config.tvht_span.unwrap_or(DEFAULT_SPAN_TICKS),
+        )
+        .with_sleep_records(config.groups),
     )
     .map_err(|e| e.to_string())?;
     let gvt_config = GvtConfig {

@@ -159,10 +159,20 @@ impl TvhtConfig {
     /// any dynamic body's box (1 m when that is not a positive finite number). A bucket costs
     /// about 80 bytes when empty.
     pub fn for_scene(bodies: usize, largest_side: f32, window: u64) -> Self {
-        let span_ticks = DEFAULT_SPAN_TICKS;
+        Self::for_scene_with_span(bodies, largest_side, window, DEFAULT_SPAN_TICKS)
+    }
+
+    /// [`TvhtConfig::for_scene`] with time slices of `span_ticks` ticks (a power of two, which
+    /// [`Tvht::new`] checks).
+    pub fn for_scene_with_span(
+        bodies: usize,
+        largest_side: f32,
+        window: u64,
+        span_ticks: u64,
+    ) -> Self {
         let want = (bodies as u64)
             .saturating_mul(4 * window.max(1))
-            .div_ceil(span_ticks)
+            .div_ceil(span_ticks.max(1))
             .clamp(1 << 10, 1 << 20) as usize;
         let cell_size = if largest_side.is_finite() && largest_side > 0.0 {
             2.0 * largest_side
@@ -187,12 +197,19 @@ impl TvhtConfig {
     }
 }
 
-/// The engine's time slice: [`TvhtConfig::span_ticks`] for [`TvhtConfig::for_scene`]. An
-/// entity writes up to [`super::entity::BATCH`] ticks per section, so a section touches about
-/// `cells * (BATCH / span + 1)` buckets; with resting contacts it writes one tick per section
-/// and clones `span` ticks of a bucket under the STM. Measured on cylinders, parallel and
-/// bouncing (README, warp engine figures).
-pub const DEFAULT_SPAN_TICKS: u64 = 16;
+/// The engine's time slice: [`TvhtConfig::span_ticks`] for [`TvhtConfig::for_scene`] (`run
+/// --tvht-span` sets another). An entity writes up to [`super::entity::BATCH`] ticks per
+/// section, so a section touches about `cells * (BATCH / span + 1)` buckets, and the ledger
+/// sweeps each of them once after the floor passes its slice. 16 was measured best when
+/// buckets held copies of every tick's entry; since they hold runs (a run's ticks at once,
+/// see "Runs"), a slice of 64 ticks (a run's most) names 2-4x fewer buckets per write and
+/// sweep: on the 2-core development machine (2026-11-26, N = 2000, 0.5 s) 1.4x faster on
+/// `parallel`, 1.2x on `cylinders` and 1.1-1.2x on `bouncing` with either backend, and as fast
+/// or faster with contact groups (cylinders, pyramids, avalanche), against 16. Neighbours in a
+/// cell then share a bucket over 64 ticks, not 16: with 16 workers on 2 cores the STM's TVHT
+/// abort ratio went from 0.01-0.09 to 0.02-0.10 (the many-core trade is to be measured with
+/// `--tvht-span`, README).
+pub const DEFAULT_SPAN_TICKS: u64 = 64;
 
 /// One body's state written at a tick.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -2805,7 +2822,9 @@ mod tests {
     #[test]
     fn default_config_scales_with_bodies() {
         let c = TvhtConfig::for_scene(1000, 1.0, 256);
-        assert_eq!((c.buckets, c.cell_size, c.span_ticks), (1 << 16, 2.0, 16));
+        assert_eq!((c.buckets, c.cell_size, c.span_ticks), (1 << 14, 2.0, 64));
+        let c = TvhtConfig::for_scene_with_span(1000, 1.0, 256, 16);
+        assert_eq!((c.buckets, c.span_ticks), (1 << 16, 16));
         assert_eq!(TvhtConfig::for_scene(1, f32::NAN, 256).buckets, 1 << 10);
     }
 }
