@@ -75,7 +75,7 @@
 //! final). So the frames are bit-identical for any thread count, backend and window; the
 //! tests compare them with the sequential [`super::reference`].
 
-use super::entity::{Entity, EntityStats, Env, PendingMsg, Turn};
+use super::entity::{Entity, EntityStats, Env, PendingMsg, Scratch, Turn};
 use super::group_rules::{Island, contact_candidates, initial_islands};
 use super::island_log::IslandLog;
 use super::lead::{Lead, LeadStats};
@@ -480,8 +480,14 @@ impl Shared<'_> {
         }
     }
 
-    fn turn(&self, id: BodyId, local: &Worker<BodyId>, me: usize, chaos: &Chaos) {
-        let task = self.turn_with(id, local, chaos);
+    fn turn(
+        &self,
+        id: BodyId,
+        (local, scratch): (&Worker<BodyId>, &mut Scratch),
+        me: usize,
+        chaos: &Chaos,
+    ) {
+        let task = self.turn_with(id, (local, scratch), chaos);
         // The turn's tail (rescheduling, waking parked entities, group changes) is over; the
         // entity may already be running elsewhere. Chaos widens that window, where the
         // profiler's records once crossed (see [`Profiler::begin`]).
@@ -495,7 +501,7 @@ impl Shared<'_> {
     fn turn_with(
         &self,
         id: BodyId,
-        local: &Worker<BodyId>,
+        (local, scratch): (&Worker<BodyId>, &mut Scratch),
         chaos: &Chaos,
     ) -> Option<super::profile::Open> {
         let i = id as usize;
@@ -534,6 +540,7 @@ impl Shared<'_> {
             let mut deps = task.as_mut().map(|t| &mut t.deps);
             let result = e.run(
                 &self.env,
+                scratch,
                 &mut || {
                     let (from, to, m) = mail.next()?;
                     if let Some(d) = deps.as_mut() {
@@ -949,6 +956,8 @@ impl Shared<'_> {
 
     fn work(&self, local: Worker<BodyId>, me: usize, chaos: Chaos, parker: Parker) {
         let backoff = Backoff::new();
+        // The worker's buffers, lent to each entity for its turn (see [`Scratch`]).
+        let mut scratch = Scratch::default();
         while !self.done() {
             match self.find_task(&local, me) {
                 Some(id) if chaos.defer() => {
@@ -959,7 +968,7 @@ impl Shared<'_> {
                 Some(id) => {
                     backoff.reset();
                     chaos.pause();
-                    self.turn(id, &local, me, &chaos);
+                    self.turn(id, (&local, &mut scratch), me, &chaos);
                     self.sweep();
                 }
                 None => {

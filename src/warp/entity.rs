@@ -171,9 +171,12 @@ impl EntityStats {
 /// The largest GVT record buffer an entity keeps between turns, in body-ticks.
 const RECORDS_KEPT: usize = 2048;
 
-/// An entity's reused buffers.
+/// Buffers a turn fills and empties again: each worker keeps one set and lends it to the
+/// entity it runs ([`Entity::run`]), so that they exist once per worker rather than once per
+/// entity (2000 entities each keeping room for a batch of records and entries held tens of
+/// megabytes that only a running turn uses, and the kernel zeroed every page of it).
 #[derive(Default)]
-struct Scratch {
+pub struct Scratch {
     kicks: Vec<Vec<Kick>>,
     /// The states computed by a step, as TVHT entries (`bodies.len()` per tick).
     entries: Vec<BodyEntry>,
@@ -380,8 +383,22 @@ impl Entity {
     }
 
     /// One turn: read `inbox` (messages with the body each is addressed to), step, record.
-    /// Messages to others go through `send`, addressed to a body.
+    /// Messages to others go through `send`, addressed to a body. The turn works in the
+    /// worker's `scratch` buffers (left empty and with their room).
     pub fn run(
+        &mut self,
+        env: &Env<'_>,
+        scratch: &mut Scratch,
+        inbox: &mut dyn FnMut() -> Option<(BodyId, Msg)>,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<Turn, String> {
+        std::mem::swap(&mut self.scratch, scratch);
+        let turn = self.turn(env, inbox, send);
+        std::mem::swap(&mut self.scratch, scratch);
+        turn
+    }
+
+    fn turn(
         &mut self,
         env: &Env<'_>,
         inbox: &mut dyn FnMut() -> Option<(BodyId, Msg)>,
