@@ -168,9 +168,6 @@ impl EntityStats {
     }
 }
 
-/// The largest GVT record buffer an entity keeps between turns, in body-ticks.
-const RECORDS_KEPT: usize = 2048;
-
 /// Buffers a turn fills and empties again: each worker keeps one set and lends it to the
 /// entity it runs ([`Entity::run`]), so that they exist once per worker rather than once per
 /// entity (2000 entities each keeping room for a batch of records and entries held tens of
@@ -180,8 +177,6 @@ pub struct Scratch {
     kicks: Vec<Vec<Kick>>,
     /// The states computed by a step, as TVHT entries (`bodies.len()` per tick).
     entries: Vec<BodyEntry>,
-    /// The states recorded in the GVT buffer by a turn (`bodies.len()` per tick).
-    records: Vec<(BodyId, BodyState)>,
 }
 
 /// A message sent and not acked yet, as an entity keeps it.
@@ -1053,18 +1048,6 @@ impl Entity {
             return Ok(());
         }
         let first = self.recorded;
-        let nb = self.bodies.len();
-        let mut records = std::mem::take(&mut self.scratch.records);
-        records.clear();
-        for t in first..=lim {
-            let i = self.at(t);
-            records.extend(
-                self.bodies
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &b)| (b, self.states[i + j])),
-            );
-        }
         // Logged before the record: the record may commit a tick, and the output takes the
         // islands of a committed tick at once.
         if let (Some(log), true) = (env.islands, self.grouped) {
@@ -1075,19 +1058,14 @@ impl Entity {
                     .map(|t| (t, Arc::clone(&self.islands[(t - self.base) as usize]))),
             );
         }
-        let ticks: Vec<&[(BodyId, BodyState)]> = records.chunks(nb).collect();
+        let at = self.at(first);
+        let nb = self.bodies.len();
         let recorded = env
             .gvt
-            .record_ticks(first, &ticks)
+            .record_span(first, (lim + 1 - first) as usize, &self.bodies, |i, j| {
+                self.states[at + i * nb + j]
+            })
             .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
-        drop(ticks);
-        // A group that records a long nap at once fills this with `bodies x ticks` states: kept
-        // by every entity, such buffers held 410 MB of the 2.6 GB heap peak of `pyramids`
-        // 10010 (1 thread, heaptrack, system allocator). Only a small one is kept for the next
-        // turn. (Peak RSS, 1 thread: `pyramids` 1100 440 -> 398 MB; 10010 unchanged, 3.0 GB.)
-        if records.capacity() <= RECORDS_KEPT {
-            self.scratch.records = records;
-        }
         recorded?;
         self.recorded = lim + 1;
         Ok(())

@@ -479,28 +479,58 @@ impl GvtBuffer {
         first: Tick,
         ticks: &[&[(BodyId, BodyState)]],
     ) -> Result<(), GvtError> {
+        self.record_with(
+            first,
+            ticks.len(),
+            |i| ticks[i].iter().map(|p| p.0),
+            |i, j| ticks[i][j].1,
+        )
+    }
+
+    /// [`GvtBuffer::record_ticks`] of `count` ticks from `first` for the same `bodies` at each,
+    /// the state of body `bodies[j]` at tick `first + i` being `state(i, j)` (asked for the
+    /// frame ticks only, the only ones kept): what an entity records, without copying every
+    /// tick's states into a list first.
+    pub fn record_span(
+        &self,
+        first: Tick,
+        count: usize,
+        bodies: &[BodyId],
+        state: impl Fn(usize, usize) -> BodyState,
+    ) -> Result<(), GvtError> {
+        self.record_with(first, count, |_| bodies.iter().copied(), state)
+    }
+
+    /// The record of `count` ticks from `first`: tick `first + i` for the bodies `ids(i)`, body
+    /// `j` of them with state `state(i, j)` (see [`GvtBuffer::record_ticks`]).
+    fn record_with<I: Iterator<Item = BodyId> + Clone>(
+        &self,
+        first: Tick,
+        count: usize,
+        ids: impl Fn(usize) -> I,
+        state: impl Fn(usize, usize) -> BodyState,
+    ) -> Result<(), GvtError> {
         let mut keys = Vec::new();
-        let n = ticks.iter().map(|b| b.len()).sum();
+        let mut n = 0;
         // A tick in the block of the tick before, with the same bodies, names the same slots
         // and passes the same checks (the tick range only grows): looked at once.
-        let same_bodies = |a: &[(BodyId, BodyState)], b: &[(BodyId, BodyState)]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0)
-        };
-        let mut last: Option<(Tick, &[(BodyId, BodyState)])> = None;
-        for (i, bodies) in ticks.iter().enumerate() {
-            let tick = first + i as Tick;
-            if bodies.is_empty()
-                || last.is_some_and(|(b, l)| b == self.base(tick) && same_bodies(l, bodies))
+        let mut last: Option<(Tick, I)> = None;
+        for i in 0..count {
+            let (tick, bodies) = (first + i as Tick, ids(i));
+            n += bodies.clone().count();
+            if bodies.clone().next().is_none()
+                || last
+                    .as_ref()
+                    .is_some_and(|(b, l)| *b == self.base(tick) && l.clone().eq(bodies.clone()))
             {
                 continue;
             }
-            self.keys_for(tick, bodies.iter().map(|b| b.0), &mut keys)?;
+            self.keys_for(tick, bodies.clone(), &mut keys)?;
             last = Some((self.base(tick), bodies));
         }
         if keys.is_empty() {
             return Ok(());
         }
-        let recorded = || ticks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         let filled = self.table.section(&keys, |v| {
             // Each (tick, body) pair's chunk slot (its place in the view), its tick's place in
             // the slot's block and its bit, in request order. A body's slot is found, and
@@ -508,13 +538,12 @@ impl GvtBuffer {
             // is live if an earlier one is.
             let mut places: Vec<(usize, usize, u64)> = Vec::with_capacity(n);
             // Per place in a tick's body list: the body, block and slot found last.
-            let mut found: Vec<(BodyId, Tick, usize)> =
-                Vec::with_capacity(ticks.first().map_or(0, |b| b.len()));
-            for (i, bodies) in recorded() {
+            let mut found: Vec<(BodyId, Tick, usize)> = Vec::new();
+            for i in 0..count {
                 let tick = first + i as Tick;
                 let base = self.base(tick);
                 let at = (tick - base) as usize;
-                for (j, &(b, _)) in bodies.iter().enumerate() {
+                for (j, b) in ids(i).enumerate() {
                     let slot = match found.get(j) {
                         Some(&(fb, fbase, slot)) if fb == b && fbase == base => slot,
                         _ => {
@@ -542,14 +571,14 @@ impl GvtBuffer {
             let mut places = places.iter();
             // The next frame tick, counted on rather than found by a division at each tick.
             let mut next_frame = first.next_multiple_of(self.frame_ticks);
-            for (i, bodies) in recorded() {
+            for i in 0..count {
                 let tick = first + i as Tick;
                 while next_frame < tick {
                     next_frame += self.frame_ticks;
                 }
                 let frame = tick == next_frame;
                 let mut newly_full = 0;
-                for (&(b, s), &(slot, at, bit)) in bodies.iter().zip(places.by_ref()) {
+                for ((j, b), &(slot, at, bit)) in ids(i).enumerate().zip(places.by_ref()) {
                     let chunk = b as usize / CHUNK;
                     let mask = self.chunk_mask(chunk);
                     let f = if frame { self.frame_at(tick, chunk) } else { 0 };
@@ -558,7 +587,7 @@ impl GvtBuffer {
                     };
                     bits[at] |= bit;
                     if frame {
-                        states[f + b as usize % CHUNK] = s;
+                        states[f + b as usize % CHUNK] = state(i, j);
                     }
                     if bits[at] == mask {
                         newly_full += 1;
