@@ -91,7 +91,7 @@ use std::sync::Arc;
 use timewarp::dynamics::BodyState;
 use timewarp::scene::{BodyDesc, Scene, Shape, World};
 use timewarp::sync::Backend;
-use timewarp::warp::entity::{Entity, Env, Turn};
+use timewarp::warp::entity::{Entity, Env, Scratch, Turn};
 use timewarp::warp::lead::Lead;
 use timewarp::warp::message::{Instance, Msg};
 use timewarp::warp::reference::reference_frames;
@@ -234,6 +234,8 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
     let mut last: Option<Turn> = None;
     // The GVT when the last turn started and the messages it took.
     let mut turn: Option<(Tick, usize)> = None;
+    // This thread's turn buffers, as a worker's.
+    let mut scratch = Scratch::default();
     loop {
         let mut p = sh.post.lock().unwrap();
         // The GVT only moves in a turn (a record), so the entity whose turn moved it reads a
@@ -267,13 +269,18 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
         let mut mail = std::mem::take(&mut p.boxes[me]);
         drop(p);
         turn = Some((gvt, mail.len()));
-        let result = entity.run(&env, &mut || mail.pop_front(), &mut |to, m| {
-            let mut p = sh.post.lock().unwrap();
-            p.boxes[to as usize].push_back((to, m));
-            p.unhandled += 1;
-            p.log.push((id, to, m));
-            sh.wake[to as usize].notify_all();
-        });
+        let result = entity.run(
+            &env,
+            &mut scratch,
+            &mut || mail.pop_front(),
+            &mut |to, m| {
+                let mut p = sh.post.lock().unwrap();
+                p.boxes[to as usize].push_back((to, m));
+                p.unhandled += 1;
+                p.log.push((id, to, m));
+                sh.wake[to as usize].notify_all();
+            },
+        );
         match result {
             Ok(Turn::Undo(k)) => sh.post.lock().unwrap().errors.push(format!(
                 "entity {id}: asked for an undo at tick {k}, but no group change is made here"
