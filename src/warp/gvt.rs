@@ -33,23 +33,40 @@
 //! A ring of at least `window + slack` ticks, reused as GVT advances, so memory is flat, cut
 //! into **blocks** of `block` consecutive ticks (a power of two: a quarter of the window, at
 //! most 16, so 16 with the scenes' window of 256 and 1 for tiny windows). A block is split into
-//! chunks of 64 bodies (per tick a presence bit mask, and the 64 states of each frame tick)
-//! plus a counter of full chunks per tick; each chunk and each counter is one slot of one
-//! [`Table`] of the [`sync`](crate::sync) seam, and a slot knows which block it holds (`base`)
-//! and how many of its ticks are committed (`done`). An entity that records a batch of 32
+//! chunks of 64 bodies (per tick a presence bit mask) plus a counter of full chunks per tick,
+//! and its frame ticks' states are kept in groups of 8 bodies (see "States"); each chunk, each
+//! counter and each group is one slot of one [`Table`] of the [`sync`](crate::sync) seam, and
+//! a chunk or counter slot knows which block it holds (`base`) and how many of its ticks are
+//! committed (`done`). An entity that records a batch of 32
 //! ticks thus names two or three slots, not 32: under the STM each is copied and written back
 //! as a new allocation, and under locks each is a mutex (blocks took a tenth off the STM's
 //! instructions on `parallel`, and its 2-thread runs 1.1x faster). The ring holds every tick
 //! up to `LVT_ub` while GVT's own block is still in use: at least `window + block` ticks.
 //!
 //! Committing tick `t` is one section over the counter and chunks of `t`'s block (and the
-//! counter of `t - 1`'s block when `t` starts a block). `t - 1` is committed when the
-//! counter's `done` passed it (or its block's slot moved on, `base` one ring later); `t`
-//! commits only if the counter says every chunk is full *and* every chunk is; the commit of a
-//! block's last tick moves its slots on to the block one ring later. The record that completes
-//! a tick then commits it and any complete ticks after it; the commit of `t - 1` also tries
-//! `t`, so a complete tick is committed by whichever of the two happens last: none is left
-//! behind. No global word is written inside a section; the GVT atomic is raised after.
+//! counter of `t - 1`'s block when `t` starts a block, and the states slots when `t` is a frame
+//! tick). `t - 1` is committed when the counter's `done` passed it (or its block's slot moved
+//! on, `base` one ring later); `t` commits only if the counter says every chunk is full *and*
+//! every chunk is; the commit of a block's last tick moves its slots on to the block one ring
+//! later. The record that completes a tick then commits it and any complete ticks after it; the
+//! commit of `t - 1` also tries `t`, so a complete tick is committed by whichever of the two
+//! happens last: none is left behind. No global word is written inside a section; the GVT
+//! atomic is raised after.
+//!
+//! ## States
+//!
+//! A frame tick's states, one per body, are what the output gets when it commits. A record of
+//! a frame tick writes each of its bodies' states into the **states slot** of its group of 8
+//! bodies for that block, in the same section as its bits; the commit of a frame tick names
+//! every group's slot and copies the states out. A states slot keeps no block of its own: it
+//! is written only in a section that found the chunk slot of the same tick live (so the slot
+//! then belongs to that tick's block), and read only by the commit, which sees every bit set,
+//! so every body's last record of the tick, after any rollback, wrote its state there. The
+//! states used to live in the chunk slots, 64 to a slot: under the STM every record copied
+//! about 4 KB per block it named, frame tick or not, and a slot last written by the other
+//! core came over whole (`cylinders` 2000 over 0.5 s, STM: 2-9% less wall time on one
+//! worker, 3-5% less CPU time on two; the lock build's instructions rose 1.8% for the extra
+//! slots named).
 //!
 //! An entity records all the ticks it finished in a turn at once
 //! ([`record_ticks`](GvtBuffer::record_ticks)) and a rollback takes back all its ticks at once
@@ -96,6 +113,9 @@ use std::ops::Range;
 
 /// Bodies per chunk.
 const CHUNK: usize = 64;
+
+/// Bodies per group of frame states (see "States" in the module documentation).
+const GROUP: usize = 8;
 
 /// The state stored before a body records a frame tick.
 const BLANK: BodyState = BodyState {
@@ -196,20 +216,25 @@ enum Slot {
         done: u64,
         full: [i64; MAX_BLOCK],
     },
-    /// Which bodies of the chunk have recorded each tick of the block, and the states of the
-    /// block's frame ticks (`chunk length` states per frame tick, in tick order).
+    /// Which bodies of the chunk have recorded each tick of the block.
     Chunk {
         base: Tick,
         done: u64,
         bits: [u64; MAX_BLOCK],
-        states: Vec<BodyState>,
     },
+    /// The states a group of [`GROUP`] bodies recorded for the frame ticks of a block (`group
+    /// length` states per frame tick, in tick order; room for the most frame ticks a block
+    /// can have). Which block it holds is its chunk slots' to say: a record names both, and a
+    /// state is read only by the commit of its tick (see "States").
+    States { states: Vec<BodyState> },
 }
 
 impl Slot {
+    /// The block held and how many of its ticks are committed (of a counter or chunk slot).
     fn base_done(&self) -> (Tick, u64) {
         match *self {
             Slot::Count { base, done, .. } | Slot::Chunk { base, done, .. } => (base, done),
+            Slot::States { .. } => unreachable!("a states slot keeps no block"),
         }
     }
 }
@@ -217,6 +242,16 @@ impl Slot {
 /// Bodies in chunk `chunk` of `bodies`.
 fn chunk_len(bodies: usize, chunk: usize) -> usize {
     CHUNK.min(bodies - chunk * CHUNK)
+}
+
+/// Bodies in state group `group` of `bodies`.
+fn group_len(bodies: usize, group: usize) -> usize {
+    GROUP.min(bodies - group * GROUP)
+}
+
+/// The most frame ticks (multiples of `frame_ticks`) a block of `block` ticks can have.
+fn frames_per_block(block: u64, frame_ticks: u64) -> usize {
+    block.div_ceil(frame_ticks) as usize
 }
 
 /// How many frame ticks (multiples of `frame_ticks`) the block of `block` ticks from `base` has.
@@ -240,6 +275,10 @@ pub struct GvtBuffer {
     table: Table<Slot>,
     bodies: usize,
     chunks: usize,
+    /// State groups ([`GROUP`] bodies each).
+    groups: usize,
+    /// Room for frame ticks in a states slot ([`frames_per_block`]).
+    frames: usize,
     /// Ticks per slot (a power of two, at most [`MAX_BLOCK`]).
     block: u64,
     /// Slots per chunk (and count slots): the ring holds `blocks * block` ticks.
@@ -278,11 +317,13 @@ impl GvtBuffer {
         // The ring must hold the block of every tick up to LVT_ub while GVT's block is live.
         let blocks = want.div_ceil(block).max((c.window + block).div_ceil(block));
         let chunks = c.bodies.div_ceil(CHUNK);
+        let groups = c.bodies.div_ceil(GROUP);
+        let frames = frames_per_block(block, c.frame_ticks);
         let first_base = c.start_tick - c.start_tick % block;
         let first_slot = (c.start_tick / block) % blocks;
         let base_of = |k: u64| first_base + ((k + blocks - first_slot) % blocks) * block;
         let done_of = |base: Tick| c.start_tick.saturating_sub(base);
-        let n_slots = blocks as usize * (1 + chunks);
+        let n_slots = blocks as usize * (1 + chunks + groups);
         let table = Table::with_class(backend, n_slots, Class::Gvt, |k| {
             let b = blocks as usize;
             if k < b {
@@ -292,15 +333,17 @@ impl GvtBuffer {
                     done: done_of(base),
                     full: [0; MAX_BLOCK],
                 }
-            } else {
-                let (i, chunk) = ((k - b) / chunks, (k - b) % chunks);
-                let base = base_of(i as u64);
-                let len = frames_in(base, block, c.frame_ticks) * chunk_len(c.bodies, chunk);
+            } else if k < b * (1 + chunks) {
+                let base = base_of(((k - b) / chunks) as u64);
                 Slot::Chunk {
                     base,
                     done: done_of(base),
                     bits: [0; MAX_BLOCK],
-                    states: vec![BLANK; len],
+                }
+            } else {
+                let group = (k - b * (1 + chunks)) % groups;
+                Slot::States {
+                    states: vec![BLANK; frames * group_len(c.bodies, group)],
                 }
             }
         });
@@ -308,6 +351,8 @@ impl GvtBuffer {
             table,
             bodies: c.bodies,
             chunks,
+            groups,
+            frames,
             block,
             blocks,
             window: c.window,
@@ -369,6 +414,11 @@ impl GvtBuffer {
         self.chunk_row(t) + chunk
     }
 
+    /// The key of the states slot of `group` for `t`'s block.
+    fn states_key(&self, t: Tick, group: usize) -> usize {
+        self.blocks as usize * (1 + self.chunks) + self.count_key(t) * self.groups + group
+    }
+
     fn is_frame(&self, t: Tick) -> bool {
         t % self.frame_ticks == 0
     }
@@ -383,10 +433,15 @@ impl GvtBuffer {
         frames_in(base, self.block, self.frame_ticks)
     }
 
-    /// Where frame tick `t`'s states start in its chunk's `states`.
-    fn frame_at(&self, t: Tick, chunk: usize) -> usize {
+    /// Bodies in state group `group`.
+    fn group_len(&self, group: usize) -> usize {
+        group_len(self.bodies, group)
+    }
+
+    /// Where frame tick `t`'s states start in the `states` of its block's slot of `group`.
+    fn frame_at(&self, t: Tick, group: usize) -> usize {
         let first = self.base(t).next_multiple_of(self.frame_ticks);
-        ((t - first) / self.frame_ticks) as usize * self.chunk_len(chunk)
+        ((t - first) / self.frame_ticks) as usize * self.group_len(group)
     }
 
     fn chunk_mask(&self, chunk: usize) -> u64 {
@@ -515,18 +570,33 @@ impl GvtBuffer {
         // A tick in the block of the tick before, with the same bodies, names the same slots
         // and passes the same checks (the tick range only grows): looked at once.
         let mut last: Option<(Tick, I)> = None;
+        // The next frame tick, counted on rather than found by a division at each tick.
+        let mut next_frame = first.next_multiple_of(self.frame_ticks);
         for i in 0..count {
             let (tick, bodies) = (first + i as Tick, ids(i));
+            if next_frame < tick {
+                next_frame += self.frame_ticks;
+            }
             n += bodies.clone().count();
-            if bodies.clone().next().is_none()
-                || last
-                    .as_ref()
-                    .is_some_and(|(b, l)| *b == self.base(tick) && l.clone().eq(bodies.clone()))
-            {
+            if bodies.clone().next().is_none() {
                 continue;
             }
-            self.keys_for(tick, bodies.clone(), &mut keys)?;
-            last = Some((self.base(tick), bodies));
+            if !last
+                .as_ref()
+                .is_some_and(|(b, l)| *b == self.base(tick) && l.clone().eq(bodies.clone()))
+            {
+                self.keys_for(tick, bodies.clone(), &mut keys)?;
+                last = Some((self.base(tick), bodies.clone()));
+            }
+            // A frame tick's states go to the states slots of its bodies' groups.
+            if tick == next_frame {
+                for b in bodies {
+                    let k = self.states_key(tick, b as usize / GROUP);
+                    if keys.last() != Some(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
         }
         if keys.is_empty() {
             return Ok(());
@@ -579,18 +649,22 @@ impl GvtBuffer {
                 let frame = tick == next_frame;
                 let mut newly_full = 0;
                 for ((j, b), &(slot, at, bit)) in ids(i).enumerate().zip(places.by_ref()) {
-                    let chunk = b as usize / CHUNK;
-                    let mask = self.chunk_mask(chunk);
-                    let f = if frame { self.frame_at(tick, chunk) } else { 0 };
-                    let Slot::Chunk { bits, states, .. } = v.at_mut(slot) else {
+                    let mask = self.chunk_mask(b as usize / CHUNK);
+                    let Slot::Chunk { bits, .. } = v.at_mut(slot) else {
                         unreachable!()
                     };
                     bits[at] |= bit;
-                    if frame {
-                        states[f + b as usize % CHUNK] = state(i, j);
-                    }
                     if bits[at] == mask {
                         newly_full += 1;
+                    }
+                    if frame {
+                        let group = b as usize / GROUP;
+                        let f = self.frame_at(tick, group);
+                        let Slot::States { states } = v.get_mut(self.states_key(tick, group))
+                        else {
+                            unreachable!()
+                        };
+                        states[f + b as usize % GROUP] = state(i, j);
                     }
                 }
                 if newly_full > 0 {
@@ -709,12 +783,15 @@ impl GvtBuffer {
     /// Commits `t` if it is complete and `t - 1` is committed, then `t + 1`, and so on.
     fn advance(&self, mut t: Tick) {
         loop {
+            let frame = self.is_frame(t);
             let mut keys: Vec<usize> = (0..self.chunks).map(|c| self.chunk_key(t, c)).collect();
             keys.push(self.count_key(t));
             // `t - 1`'s counter, when it is in the block before (else `t`'s says it).
             let pred = (t > self.start && t % self.block == 0).then(|| self.count_key(t - 1));
             keys.extend(pred);
-            let frame = self.is_frame(t);
+            if frame {
+                keys.extend((0..self.groups).map(|g| self.states_key(t, g)));
+            }
             let at = (t % self.block) as usize;
             let last = at as u64 == self.block - 1;
             let next_base = self.base(t) + self.ring();
@@ -774,25 +851,21 @@ impl GvtBuffer {
                     return None;
                 }
                 let mut out = Vec::with_capacity(if frame { self.bodies } else { 0 });
+                if frame {
+                    for g in 0..self.groups {
+                        let f = self.frame_at(t, g);
+                        let Slot::States { states } = v.get(self.states_key(t, g)) else {
+                            unreachable!()
+                        };
+                        out.extend_from_slice(&states[f..f + self.group_len(g)]);
+                    }
+                }
                 for c in 0..self.chunks {
-                    let f = if frame { self.frame_at(t, c) } else { 0 };
-                    let next_len = self.frames_in(next_base) * self.chunk_len(c);
-                    let Slot::Chunk {
-                        base,
-                        done,
-                        bits,
-                        states,
-                    } = v.get_mut(self.chunk_key(t, c))
-                    else {
+                    let Slot::Chunk { base, done, bits } = v.get_mut(self.chunk_key(t, c)) else {
                         unreachable!()
                     };
-                    if frame {
-                        out.extend_from_slice(&states[f..f + self.chunk_len(c)]);
-                    }
                     if last {
                         (*base, *done, *bits) = (next_base, 0, [0; MAX_BLOCK]);
-                        states.clear();
-                        states.resize(next_len, BLANK);
                     } else {
                         *done = at as u64 + 1;
                     }
@@ -889,7 +962,6 @@ impl GvtBuffer {
                         base: cb,
                         done: cd,
                         bits,
-                        states,
                     } = &snap[self.chunk_key(tick, c)]
                     else {
                         return err(format!("chunk slot of tick {tick} is not a chunk"));
@@ -901,13 +973,6 @@ impl GvtBuffer {
                             bits[at]
                         ));
                     }
-                    let want = self.frames_in(base) * self.chunk_len(c);
-                    if states.len() != want {
-                        return err(format!(
-                            "chunk {c} of block {base} keeps {} states, not {want}",
-                            states.len()
-                        ));
-                    }
                     n_full += i64::from(bits[at] == mask);
                 }
                 if n_full != full[at] {
@@ -916,6 +981,27 @@ impl GvtBuffer {
                         full[at]
                     ));
                 }
+            }
+            if self.frames_in(base) > self.frames {
+                return err(format!(
+                    "block {base} has {} frame ticks, room for {}",
+                    self.frames_in(base),
+                    self.frames
+                ));
+            }
+        }
+        for (i, s) in snap[blocks * (1 + self.chunks)..].iter().enumerate() {
+            let g = i % self.groups;
+            let want = self.frames * self.group_len(g);
+            match s {
+                Slot::States { states } if states.len() == want => {}
+                Slot::States { states } => {
+                    return err(format!(
+                        "states slot {i} keeps {} states, not {want}",
+                        states.len()
+                    ));
+                }
+                _ => return err(format!("slot {i} of the states is not a states slot")),
             }
         }
         Ok(())
@@ -944,8 +1030,11 @@ mod tests {
             g.record(1, &all).unwrap();
             assert_eq!(g.gvt(), 0, "tick 1 waits for tick 0");
             for b in 0..70 {
+                // Body 3 first records a state it will take back (a rollback): the frame must
+                // hold the state of its last record.
+                let s = if b == 3 { st(b, 99) } else { st(b, 0) };
                 if b != 65 {
-                    g.record(0, &[(b, st(b, 0))]).unwrap();
+                    g.record(0, &[(b, s)]).unwrap();
                 }
             }
             assert_eq!(g.gvt(), 0, "body 65 is missing");
