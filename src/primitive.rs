@@ -6,7 +6,7 @@
 //! explore every interleaving of the real [`sync`](crate::sync) seam, TVHT and GVT buffer code
 //! rather than of a copy. The STM crate's primitives are private to it (its transactions switch
 //! themselves); what the engine adds on top — the lock backend's per-slot mutexes, the TVHT's
-//! prune floor, the GVT word, the committed-frame hand-off — lives here.
+//! prune floor and its runs' hold counts, the GVT word, the committed-frame hand-off — lives here.
 //!
 //! Counters that never influence a decision (the section statistics of
 //! [`sync::stats`](crate::sync::stats)) are deliberately plain `std` atomics, as in the STM
@@ -14,7 +14,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     #[cfg_attr(not(feature = "locks"), allow(unused_imports))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 
@@ -28,7 +28,7 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     #[cfg_attr(not(feature = "locks"), allow(unused_imports))]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
 

@@ -201,7 +201,7 @@ fn stress(backend: Backend, threads: u32, entities_per_thread: u32, ops: usize) 
         log.delete_reports.extend(l.delete_reports);
         log.live.extend(l.live);
     }
-    t.validate().unwrap();
+    t.validate_at_rest().unwrap();
 
     // The final table holds exactly the live entries.
     let mut model: Vec<(Tick, BodyId, BodyState)> = log
@@ -352,7 +352,7 @@ fn deterministic_final(
     for h in handles {
         h.join().unwrap();
     }
-    t.validate().unwrap();
+    t.validate_at_rest().unwrap();
     let entries = t
         .entries()
         .iter()
@@ -405,10 +405,10 @@ fn memory_stays_flat_when_pruned_behind_gvt() {
                 assert!(t.entries().iter().all(|e| e.tick >= tick - 2 * window));
             }
         }
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
         t.prune_before(390);
         assert!(t.entries().iter().all(|e| e.tick >= 390));
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 }
 
@@ -589,7 +589,7 @@ fn multi_step_writes_and_deletes_match_the_model() {
                 .map(|x| ((x.tick, x.body), (x.entity, x.aabb)))
                 .collect();
             assert_eq!(table, live, "{backend:?} op {op}");
-            t.validate().unwrap();
+            t.validate_at_rest().unwrap();
         }
         // The cases were met (107 writes over 64 ticks, 659 deletes with holes, 133 writes
         // that met a contact, under either backend, when written).

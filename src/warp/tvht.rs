@@ -38,6 +38,9 @@
 //! behind the floor and drops the runs left empty. Everything above is unchanged: a bucket
 //! holds, logically, the same entries as before (and `validate` checks the runs). On
 //! `cylinders` 2000 this took a fifth to a third off a run's time and a fifth off its memory.
+//! A run is freed once no bucket holds it: it counts the buckets that hold it, not the copies
+//! of its pointer that the STM's copies of buckets make (module [`runs`]: with two workers,
+//! `cylinders` 2000 under the STM took 1.25x less wall time).
 //!
 //! A run also keeps its writer and a box around its entries' boxes. A write section first
 //! picks, in each of its buckets, the runs it can meet (other entities', at its ticks, whose
@@ -117,7 +120,9 @@ use crate::primitive::{AtomicU64, Mutex, Ordering};
 use crate::sync::{Backend, Class, Table, View};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::Arc;
+
+mod runs;
+use runs::{Graveyard, RunRef, pin};
 
 /// The ledger (see "Reclamation"): a ring of this many slices, each in this many shards
 /// (a writer notes in the shard of its entity, so writers rarely share a lock).
@@ -417,7 +422,7 @@ struct SleepContact {
 /// holds them (see "Runs" in the module documentation). The entries themselves live in
 /// `entries`, shared by the run's copies in every bucket its ticks' cells hash to: entry `i`
 /// is at tick `first + i`, and this bucket holds it iff bit `i` of `present` is set.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Run {
     /// The writer of every entry of the run (so a write skips its own runs without reading
     /// an entry).
@@ -428,7 +433,7 @@ struct Run {
     body: BodyId,
     first: Tick,
     present: u64,
-    entries: Arc<[TvhtEntry]>,
+    entries: RunRef,
 }
 
 impl Run {
@@ -436,12 +441,12 @@ impl Run {
     #[inline]
     fn at(&self, tick: Tick) -> Option<&TvhtEntry> {
         let i = tick.wrapping_sub(self.first);
-        (i < RUN_TICKS && self.present >> i & 1 == 1).then(|| &self.entries[i as usize])
+        (i < RUN_TICKS && self.present >> i & 1 == 1).then(|| &self.entries.entries()[i as usize])
     }
 
     /// The entries this bucket holds, in tick order.
     fn iter(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        bits(self.present).map(|i| &self.entries[i])
+        bits(self.present).map(|i| &self.entries.entries()[i])
     }
 
     /// The bits of `present` at ticks `from ..= to`.
@@ -494,14 +499,18 @@ struct Bucket {
 }
 
 impl Bucket {
-    /// Removes what is behind `floor`; returns the entries removed.
-    fn prune(&mut self, floor: Tick) -> usize {
+    /// Removes what is behind `floor`; returns the entries removed. The runs it no longer
+    /// holds go to `dropped` (their holds to let go of once the section commits).
+    fn prune(&mut self, floor: Tick, dropped: &mut Vec<RunRef>) -> usize {
         let mut removed = 0;
         if let Some(last) = floor.checked_sub(1) {
             self.runs.retain_mut(|r| {
                 let old = r.present_within(0, last);
                 removed += old.count_ones() as usize;
                 r.present &= !old;
+                if r.present == 0 {
+                    dropped.push(r.entries);
+                }
                 r.present != 0
             });
         }
@@ -549,7 +558,7 @@ impl Bucket {
     fn within(&self, from: Tick, to: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
         self.runs
             .iter()
-            .flat_map(move |r| r.held_within(from, to).map(|i| &r.entries[i]))
+            .flat_map(move |r| r.held_within(from, to).map(|i| &r.entries.entries()[i]))
     }
 
     /// The (tick, body) of every entry held of the bodies `bodies.0 ..= bodies.1` at ticks
@@ -582,31 +591,31 @@ impl Bucket {
             .sum()
     }
 
-    /// Holds the entries of `entries` (a run of the request) whose bits are set in `mask`:
-    /// sets them in the bucket's run of those entries, adding the run if this bucket has none
-    /// yet. The section adds its runs last, so they are looked for from the end.
-    fn hold(&mut self, (entries, bounds): (&Arc<[TvhtEntry]>, Aabb), mask: u64) {
-        if let Some(r) = self
-            .runs
-            .iter_mut()
-            .rev()
-            .find(|r| Arc::ptr_eq(&r.entries, entries))
-        {
+    /// Holds the entries of `run` (a run of the request) whose bits are set in `mask`: sets
+    /// them in the bucket's copy of the run, adding the run if this bucket has none yet (then
+    /// returns true: a new hold). The section adds its runs last, so they are looked for from
+    /// the end.
+    fn hold(&mut self, (run, bounds): (RunRef, Aabb), mask: u64) -> bool {
+        if let Some(r) = self.runs.iter_mut().rev().find(|r| r.entries == run) {
             r.present |= mask;
+            false
         } else {
+            let first = &run.entries()[0];
             self.runs.push(Run {
-                entity: entries[0].entity,
+                entity: first.entity,
                 bounds,
-                body: entries[0].body,
-                first: entries[0].tick,
+                body: first.body,
+                first: first.tick,
                 present: mask,
-                entries: entries.clone(),
+                entries: run,
             });
+            true
         }
     }
 
-    /// Lets go of the entry of `body` at `tick` (which it holds).
-    fn release(&mut self, body: BodyId, tick: Tick) {
+    /// Lets go of the entry of `body` at `tick` (which it holds); a run left empty goes to
+    /// `dropped`.
+    fn release(&mut self, body: BodyId, tick: Tick, dropped: &mut Vec<RunRef>) {
         if let Some(j) = self
             .runs
             .iter()
@@ -615,7 +624,7 @@ impl Bucket {
             let r = &mut self.runs[j];
             r.present &= !(1 << (tick - r.first));
             if r.present == 0 {
-                self.runs.swap_remove(j);
+                dropped.push(self.runs.swap_remove(j).entries);
             }
         }
     }
@@ -742,9 +751,16 @@ impl Planned {
 }
 
 /// A write request's entries in runs (see "Runs" in the module documentation): each body's
-/// entries at consecutive ticks, at most [`RUN_TICKS`] of them, share one allocation.
-struct Runs {
-    runs: Vec<Arc<[TvhtEntry]>>,
+/// entries at consecutive ticks, at most [`RUN_TICKS`] of them, share one allocation. Each
+/// run is made with a hold for the request and one for each bucket of its section (see
+/// [`runs`]); the request settles them when dropped, by what its committed section put.
+struct Runs<'g> {
+    runs: Vec<RunRef>,
+    /// Holds reserved per run: the section's buckets.
+    reserved: usize,
+    /// Per run, the buckets that took it in the committed section (empty until it commits).
+    taken: Vec<u32>,
+    graveyard: &'g Graveyard,
     /// Each run's [`Run::bounds`].
     bounds: Vec<Aabb>,
     /// A box around all of the request's boxes.
@@ -754,11 +770,20 @@ struct Runs {
     slots: Vec<(usize, usize)>,
 }
 
-impl Runs {
+impl Runs<'_> {
     /// The run (with its bounds) and index of the `j`th entry of the request.
-    fn slot(&self, j: usize) -> ((&Arc<[TvhtEntry]>, Aabb), usize) {
+    fn slot(&self, j: usize) -> ((RunRef, Aabb), usize) {
         let (r, i) = self.slots[j];
-        ((&self.runs[r], self.bounds[r]), i)
+        ((self.runs[r], self.bounds[r]), i)
+    }
+}
+
+impl Drop for Runs<'_> {
+    fn drop(&mut self) {
+        for (i, r) in self.runs.drain(..).enumerate() {
+            let taken = self.taken.get(i).map_or(0, |&n| n as usize);
+            r.settle(self.reserved, taken, self.graveyard);
+        }
     }
 }
 
@@ -768,7 +793,12 @@ impl Runs {
 /// run's entries in one allocation of its final size. (Pushing entries into growing vectors
 /// and then moving each into an `Arc` copied every 128-byte entry three to five times: a
 /// third of the instructions of a `parallel` write outside its section.)
-fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
+fn runs_of<'g>(
+    entity: EntityId,
+    first_tag: u64,
+    steps: &[Step<'_>],
+    (reserved, graveyard): (usize, &'g Graveyard),
+) -> Runs<'g> {
     let n = steps.iter().map(|s| s.bodies.len()).sum();
     let mut slots = Vec::with_capacity(n);
     // Per run: its length so far and the (body, tick) of its last entry.
@@ -818,7 +848,7 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
         // One body at every step (every entity without contact groups): the request is its
         // run, in order, with no places to look up (the general path below costs 2% more of
         // a `parallel` run's instructions).
-        vec![(0..n).map(|i| entry(i, 0)).collect()]
+        vec![RunRef::new((0..n).map(|i| entry(i, 0)).collect(), reserved)]
     } else {
         // Each run's (step, place) pairs, runs one after another.
         let mut at: Vec<usize> = Vec::with_capacity(open_runs.len() + 1);
@@ -839,17 +869,21 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
         }
         at.windows(2)
             .map(|w| {
-                places[w[0]..w[1]]
-                    .iter()
-                    .map(|&(i, j)| entry(i, j))
-                    .collect()
+                RunRef::new(
+                    places[w[0]..w[1]]
+                        .iter()
+                        .map(|&(i, j)| entry(i, j))
+                        .collect(),
+                    reserved,
+                )
             })
             .collect()
     };
     let bounds: Vec<Aabb> = runs
         .iter()
-        .map(|r: &Arc<[TvhtEntry]>| {
-            r.iter()
+        .map(|r: &RunRef| {
+            r.entries()
+                .iter()
                 .map(|e| e.aabb)
                 .reduce(|a, b| a.merge(&b))
                 .expect("a run has an entry")
@@ -865,6 +899,9 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
         });
     Runs {
         runs,
+        reserved,
+        taken: Vec::new(),
+        graveyard,
         bounds,
         all,
         slots,
@@ -876,14 +913,23 @@ fn runs_of(entity: EntityId, first_tag: u64, steps: &[Step<'_>]) -> Runs {
 /// with a mask): a batch of consecutive ticks in one time slice then changes each bucket once,
 /// not once per tick. Nothing in the section looks for the writer's own entries in between
 /// (duplicates are refused before anything is written, and a write meets only other
-/// entities' entries), so putting them in later changes no answer.
-#[derive(Default)]
+/// entities' entries), so putting them in later changes no answer. It also counts, per run,
+/// the buckets that took it (the holds to add once the section commits).
 struct Holds {
     /// Per body place in the step: the plan, the run, and the entries' bits.
     open: Vec<Option<(u32, usize, u64)>>,
+    /// Per run of the request: the buckets that took it.
+    added: Vec<u32>,
 }
 
 impl Holds {
+    fn new(runs: &Runs) -> Holds {
+        Holds {
+            open: Vec::new(),
+            added: vec![0; runs.runs.len()],
+        }
+    }
+
     /// Notes that the body at place `j` of a step, planned as plan `p`, writes entry `i` of
     /// run `r`.
     fn add(
@@ -896,31 +942,37 @@ impl Holds {
         if self.open.len() <= j {
             self.open.resize(j + 1, None);
         }
-        match &mut self.open[j] {
-            Some((plan, run, mask)) if *plan == p && *run == r => *mask |= 1 << i,
-            open => {
-                if let Some(done) = open.replace((p, r, 1 << i)) {
-                    Self::put(view, done, runs, planned);
-                }
+        let done = match &mut self.open[j] {
+            Some((plan, run, mask)) if *plan == p && *run == r => {
+                *mask |= 1 << i;
+                None
             }
+            open => open.replace((p, r, 1 << i)),
+        };
+        if let Some(done) = done {
+            self.put(view, done, runs, planned);
         }
     }
 
-    /// Puts in everything noted.
-    fn flush(&mut self, view: &mut View<'_, Bucket>, runs: &Runs, planned: &Planned) {
-        for done in self.open.drain(..).flatten() {
-            Self::put(view, done, runs, planned);
+    /// Puts in everything noted; returns the holds added per run.
+    fn flush(mut self, view: &mut View<'_, Bucket>, runs: &Runs, planned: &Planned) -> Vec<u32> {
+        for done in std::mem::take(&mut self.open).into_iter().flatten() {
+            self.put(view, done, runs, planned);
         }
+        self.added
     }
 
     fn put(
+        &mut self,
         view: &mut View<'_, Bucket>,
         (p, r, mask): (u32, usize, u64),
         runs: &Runs,
         planned: &Planned,
     ) {
         for &at in planned.slots(planned.plan(p)) {
-            view.at_mut(at).hold((&runs.runs[r], runs.bounds[r]), mask);
+            if view.at_mut(at).hold((runs.runs[r], runs.bounds[r]), mask) {
+                self.added[r] += 1;
+            }
         }
     }
 }
@@ -1004,8 +1056,27 @@ pub struct Tvht {
     ledger: Box<[Mutex<Notes>]>,
     /// The slices before this one have been swept by `prune_touched`.
     drained: AtomicU64,
+    /// Where runs whose last hold is gone wait to be freed (see [`runs`]).
+    graveyard: Graveyard,
     /// The floor of the last full sweep: no entry is older (checked by `validate`).
     swept: AtomicU64,
+}
+
+impl Drop for Tvht {
+    /// Lets go of the holds of every bucket: the runs still held are freed now (no other
+    /// thread can reach them), those retired earlier by the epoch (or, under loom, by the
+    /// graveyard).
+    fn drop(&mut self) {
+        let mut held: std::collections::HashMap<RunRef, usize> = Default::default();
+        for b in self.table.snapshot() {
+            for r in &b.runs {
+                *held.entry(r.entries).or_default() += 1;
+            }
+        }
+        for (r, n) in held {
+            r.drop_holds_at_drop(n);
+        }
+    }
 }
 
 /// `x.floor() as i32` for `|x| < 2^30`, without a call: `f32::floor` is a libm call on the
@@ -1076,6 +1147,7 @@ impl Tvht {
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
             drained: AtomicU64::new(0),
+            graveyard: Graveyard::default(),
             swept: AtomicU64::new(0),
         })
     }
@@ -1350,7 +1422,8 @@ impl Tvht {
             .iter()
             .fold((BodyId::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
         let floor = self.floor();
-        let runs = runs_of(entity, first_tag, steps);
+        let reserved = planned.sorted.len();
+        let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard));
         let out = self.section(&planned.sorted, |view| {
             // Check everything before changing anything: one pass over each bucket.
             for i in 0..view.keys().len() {
@@ -1378,13 +1451,14 @@ impl Tvht {
                 }
             }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
+            let mut dropped = Vec::new();
             for i in 0..view.keys().len() {
                 if view.at(i).has_old(floor) {
-                    view.at_mut(i).prune(floor);
+                    view.at_mut(i).prune(floor, &mut dropped);
                 }
             }
             let others = Others::of(view, entity, (tmin, tmax), &runs.all, &planned);
-            let mut holds = Holds::default();
+            let mut holds = Holds::new(&runs);
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
                 let found = self.write_one(
@@ -1400,14 +1474,18 @@ impl Tvht {
                 let stop = found.iter().any(&stops);
                 met.extend(found);
                 if stop {
-                    holds.flush(view, &runs, &planned);
-                    return Ok((i + 1, met));
+                    let added = holds.flush(view, &runs, &planned);
+                    return Ok((i + 1, met, added, dropped));
                 }
             }
-            holds.flush(view, &runs, &planned);
-            Ok((steps.len(), met))
+            let added = holds.flush(view, &runs, &planned);
+            Ok((steps.len(), met, added, dropped))
         });
-        out.map(|(n, mut c)| {
+        out.map(|(n, mut c, added, dropped)| {
+            // The section committed: its runs' holds settle when `runs` is dropped, by what
+            // the buckets took; let go of the holds of the runs it dropped.
+            runs.taken = added;
+            self.release_all(dropped);
             if n > 0 {
                 // The buckets the written steps put entries in, and, if they met sleep
                 // records, the sleep buckets they may have put their contacts in.
@@ -1441,7 +1519,7 @@ impl Tvht {
         for (j, &pi) in plans.iter().enumerate() {
             let p = planned.plan(pi);
             let (run, i) = runs.slot(from + j);
-            let me = &run.0[i];
+            let me = &run.0.entries()[i];
             holds.add(view, (j, pi), (runs, runs.slots[from + j]), planned);
             // A quiet plan's buckets have nothing to meet: no need to look at them.
             let (keys, slots) = if others.quiet(p) {
@@ -1551,7 +1629,7 @@ impl Tvht {
                     }
                 }
             }
-            let mut contacts = Vec::new();
+            let (mut contacts, mut dropped) = (Vec::new(), Vec::new());
             for (s, ps) in planned.per_step(steps) {
                 for (b, p) in s.bodies.iter().zip(ps.iter().map(|&i| planned.plan(i))) {
                     for &k in planned.buckets(p) {
@@ -1573,7 +1651,7 @@ impl Tvht {
                                 i += 1;
                             }
                         }
-                        bucket.release(body, tick);
+                        bucket.release(body, tick, &mut dropped);
                     }
                     for &k in planned.sleep_buckets(p) {
                         let (body, tick) = (b.body, s.tick);
@@ -1602,9 +1680,10 @@ impl Tvht {
                     }
                 }
             }
-            Ok(contacts)
+            Ok((contacts, dropped))
         });
-        out.map(|mut c| {
+        out.map(|(mut c, dropped)| {
+            self.release_all(dropped);
             c.sort_unstable_by_key(Contact::key);
             c
         })
@@ -1947,15 +2026,32 @@ impl Tvht {
         // Changed only if it holds something old (under the STM, seen first on a read-only
         // look): most buckets of a sweep do not. Entries only age, so a bucket seen clean may
         // be swept next time.
-        self.table
-            .update_if(k, |b| b.has_old(floor), |b| b.prune(floor))
-            .unwrap_or(0)
+        let pruned = self.table.update_if(
+            k,
+            |b| b.has_old(floor),
+            |b| {
+                let mut dropped = Vec::new();
+                (b.prune(floor, &mut dropped), dropped)
+            },
+        );
+        pruned.map_or(0, |(n, dropped)| {
+            self.release_all(dropped);
+            n
+        })
+    }
+
+    /// Lets go of the holds of the runs that a committed section dropped from its buckets.
+    fn release_all(&self, dropped: Vec<RunRef>) {
+        for r in dropped {
+            r.release(&self.graveyard);
+        }
     }
 
     /// Every live entry (each once, whatever the number of cells it covers), sorted by tick
     /// then body. A consistent snapshot.
     pub fn entries(&self) -> Vec<TvhtEntry> {
         let mut m = BTreeMap::new();
+        let _pin = pin();
         for b in self.table.snapshot() {
             for e in b.entries() {
                 m.insert((e.tick, e.body), *e);
@@ -2005,10 +2101,40 @@ impl Tvht {
     /// contact record sits in the owner bucket of two overlapping entries of different
     /// entities at its tick, once; every such pair has its record. Entries behind the floor
     /// may be partly reclaimed ([`Tvht::prune_step`] sweeps a slice at a time), but none is
-    /// older than the floor of the last full sweep ([`Tvht::prune_before`]).
+    /// older than the floor of the last full sweep ([`Tvht::prune_before`]). Safe to call while
+    /// other threads use the table (a run's count of holds is not checked: it moves on after
+    /// the snapshot; [`Tvht::validate_at_rest`] checks it).
     pub fn validate(&self) -> Result<(), TvhtError> {
+        self.validate_with(false)
+    }
+
+    /// [`Tvht::validate`], for a table at rest (no request in flight): every run's count of
+    /// holds is then exactly the buckets that hold it (see [`runs`]): none was let go too
+    /// often (it would be freed while held) or too rarely (it would never be freed).
+    pub fn validate_at_rest(&self) -> Result<(), TvhtError> {
+        self.validate_with(true)
+    }
+
+    fn validate_with(&self, at_rest: bool) -> Result<(), TvhtError> {
         let swept = self.swept.load(Ordering::Acquire);
+        let _pin = pin();
         let snap = self.table.snapshot();
+        if at_rest {
+            let mut held: std::collections::HashMap<RunRef, usize> = Default::default();
+            for r in snap.iter().flat_map(|b| &b.runs) {
+                *held.entry(r.entries).or_default() += 1;
+            }
+            for (r, &n) in &held {
+                if r.holds() != n {
+                    return Err(TvhtError::Invalid(format!(
+                        "a run of body {} from tick {} held by {n} buckets counts {} holds",
+                        r.entries()[0].body,
+                        r.entries()[0].tick,
+                        r.holds()
+                    )));
+                }
+            }
+        }
         let floor = self.floor();
         let err = |s: String| Err(TvhtError::Invalid(s));
         let mut copies: BTreeMap<(Tick, BodyId), (TvhtEntry, Vec<usize>)> = BTreeMap::new();
@@ -2016,9 +2142,10 @@ impl Tvht {
         for (k, b) in snap.iter().enumerate() {
             for r in &b.runs {
                 let good = r.present != 0
-                    && r.entries.len() as u64 <= RUN_TICKS
-                    && (r.entries.len() as u64 == RUN_TICKS || r.present >> r.entries.len() == 0)
-                    && r.entries.iter().enumerate().all(|(i, e)| {
+                    && r.entries.entries().len() as u64 <= RUN_TICKS
+                    && (r.entries.entries().len() as u64 == RUN_TICKS
+                        || r.present >> r.entries.entries().len() == 0)
+                    && r.entries.entries().iter().enumerate().all(|(i, e)| {
                         e.body == r.body
                             && e.tick == r.first + i as Tick
                             && e.entity == r.entity
@@ -2332,16 +2459,16 @@ mod tests {
                         b: 2
                     }]
                 );
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // Delete the first: returns the contact once; re-write reports it again.
                 let d = t.delete(10, 5, &[a]).unwrap();
                 assert_eq!(d.len(), 1);
                 assert!(t.contacts().is_empty());
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 assert_eq!(t.write(10, 5, &[a]).unwrap().len(), 1);
                 assert_eq!(t.delete(20, 5, &[b]).unwrap().len(), 1);
                 assert!(t.delete(20, 5, &[b]).is_err());
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 assert_eq!(t.entries().len(), 2);
             }
         }
@@ -2364,7 +2491,7 @@ mod tests {
                 b: 3
             }
         );
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 
     #[test]
@@ -2406,7 +2533,7 @@ mod tests {
         let (n, c) = t.write_steps(2, &steps).unwrap();
         assert_eq!((n, c.len()), (2, 1));
         assert_eq!(t.entries().iter().filter(|e| e.body == 2).count(), 2);
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
         // Writing until a contact that matters: body 2 meets body 1 at ticks 1 and 4; only the
         // second stops the write, and both contacts come back (each recorded once).
         t.delete_steps(2, &steps[..2]).unwrap();
@@ -2426,7 +2553,7 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(c.iter().map(Contact::key).collect::<Vec<_>>(), [key(1)]);
         assert_eq!(t.contacts(), [key(1)]);
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 
     #[test]
@@ -2476,7 +2603,7 @@ mod tests {
         let mut c = config(4);
         c.cell_size = 0.0;
         assert!(Tvht::new(Backend::default(), c).is_err());
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 
     /// Regression: a crowded moment must not leave its room behind in the buckets once swept
@@ -2549,7 +2676,7 @@ mod tests {
         let removed: usize = (0..16).map(|_| t.prune_step(18, 8)).sum();
         assert_eq!(stored - removed, t.stored_entries());
         assert!(t.entries().iter().all(|e| e.tick >= 18));
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 
     /// The ledger: whatever writes and naps put in buckets is swept once the floor passes its
@@ -2603,7 +2730,7 @@ mod tests {
                 && b.records.is_empty()
                 && b.woken.is_empty()));
             assert_eq!(t.noted(), 0);
-            t.validate().unwrap();
+            t.validate_at_rest().unwrap();
         }
     }
 
@@ -2633,10 +2760,10 @@ mod tests {
                 assert_eq!((c[0].a.state, c[0].b.state), (s.state, a.state));
                 assert!(c[0].a.asleep && !c[0].b.asleep);
                 assert_eq!((c[0].a.tag, c[0].a.entity), (7, 10));
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // Extended past it: nothing more to meet.
                 assert_eq!(t.sleep(10, 7, 6, 9, &[s]).unwrap(), (9, Vec::new()));
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // The record first: the entry's write reports it; an asleep entry meets nothing.
                 let c = t.write(20, 8, &[a]).unwrap();
                 assert_eq!(
@@ -2652,7 +2779,7 @@ mod tests {
                     [key(8, 2, 3)]
                 );
                 assert_eq!(t.contacts(), [key(5, 1, 2), key(8, 1, 2), key(8, 2, 3)]);
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // A body is either in a record or in an entry at a tick, never both.
                 assert!(matches!(
                     t.write(10, 4, &[s]),
@@ -2669,7 +2796,7 @@ mod tests {
                     [key(8, 1, 2), key(8, 2, 3)]
                 );
                 assert!(t.delete(20, 8, &[a]).is_err());
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // Waking at 5 cuts the record to 3..5 and gives back its contact at 5.
                 let w = t.wake(10, 7, &[s], 5).unwrap();
                 assert_eq!(
@@ -2677,16 +2804,16 @@ mod tests {
                     [key(5, 1, 2)]
                 );
                 assert!(t.contacts().is_empty());
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // The body may now be written at 5, or sleep again from 5 under a new tag.
                 assert_eq!(t.write(10, 5, &[s]).unwrap().len(), 1);
                 assert!(t.sleep(10, 8, 5, 6, &[s]).is_err());
                 assert_eq!(t.sleep(10, 8, 6, 12, &[s]).unwrap(), (12, Vec::new()));
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 // Waking before a record's start removes it.
                 assert!(t.wake(10, 8, &[s], 6).unwrap().is_empty());
                 assert!(t.wake(10, 8, &[s], 6).is_err());
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
             }
         }
     }
@@ -2727,7 +2854,7 @@ mod tests {
             t.sleep(1, 1, 3, 9, &[s]),
             Err(TvhtError::BehindFloor { .. })
         ));
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
         // Swept once it ends behind the floor.
         t.prune_before(6);
         assert_eq!(
@@ -2738,7 +2865,7 @@ mod tests {
                 .sum::<usize>(),
             0
         );
-        t.validate().unwrap();
+        t.validate_at_rest().unwrap();
     }
 
     /// Random writes, deletes, sleeps and wakes of a few bodies crowded in a few cells: after
@@ -2812,7 +2939,7 @@ mod tests {
                         }
                     }
                 }
-                t.validate().unwrap();
+                t.validate_at_rest().unwrap();
                 assert_eq!(t.contacts(), live.iter().copied().collect::<Vec<_>>());
             }
             assert!(recs.iter().any(|r| !r.is_empty()) && !live.is_empty());
