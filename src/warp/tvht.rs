@@ -780,6 +780,12 @@ impl Runs<'_> {
 
 impl Drop for Runs<'_> {
     fn drop(&mut self) {
+        // A section that panicked may have put runs in buckets it changed in place (locks):
+        // they are leaked rather than freed under a bucket (the bucket's mutex is poisoned,
+        // so nothing reads it again).
+        if std::thread::panicking() {
+            return;
+        }
         for (i, r) in self.runs.drain(..).enumerate() {
             let taken = self.taken.get(i).map_or(0, |&n| n as usize);
             r.settle(self.reserved, taken, self.graveyard);

@@ -34,13 +34,15 @@
 //! * *Locks.* A section holds the mutex of the bucket it looks in, so the bucket's hold on the
 //!   run stands until the section ends (dropping it needs the mutex, and letting go of the hold
 //!   comes later still): the count is at least one, the run is not retired.
-//! * *STM.* An attempt is pinned for its whole run (`timewarp_stm`). Its copy of a bucket is of
-//!   the version current when it read it. If the run was retired after the attempt pinned, the
-//!   epoch keeps it until the attempt unpins. If it was retired before, every commit that
-//!   dropped it from a bucket happened before the retirement (it precedes its own release,
-//!   which precedes the last one), so the versions that held it had been replaced before the
-//!   attempt pinned, and an attempt pinned later reads only versions after them (that is
-//!   crossbeam-epoch's own contract for the replaced versions, which it frees the same way).
+//! * *STM.* An attempt is pinned from its first read of a slot to its end (`timewarp_stm`,
+//!   `Transaction::ensure_pinned`), and a section reads all its slots first. Its copy of a
+//!   bucket is of the version current when it read it. If the run was retired after the attempt
+//!   pinned, the epoch keeps it until the attempt unpins. If it was retired before, every
+//!   commit that dropped it from a bucket happened before the retirement (it precedes its own
+//!   release, which precedes the last one), so the versions that held it had been replaced
+//!   before the attempt pinned, and an attempt pinned later reads only versions after them
+//!   (that is crossbeam-epoch's own contract for the replaced versions, which it frees the same
+//!   way).
 //!
 //! The count never reaches zero while a bucket holds the run: until the request settles, the
 //! count is its own hold plus its reservation less the holds let go, and only a bucket that
@@ -49,8 +51,9 @@
 //! Under `cfg(loom)` crossbeam-epoch cannot be used (its collector and thread-locals are
 //! invisible to loom), so a retired run is kept in the table's graveyard and freed when the
 //! table is dropped, as the STM does with replaced values under loom; the counting itself is
-//! loom atomics, and the TVHT models check it at rest ([`Tvht::validate`](super::Tvht::validate):
-//! every run's count equals the buckets that hold it).
+//! loom atomics, and the TVHT and rollback models check it at the end of every interleaving
+//! ([`Tvht::validate_at_rest`](super::Tvht::validate_at_rest): every run's count equals the
+//! buckets that hold it).
 
 use super::TvhtEntry;
 use crate::primitive::{AtomicUsize, Ordering};
