@@ -1068,18 +1068,21 @@ pub struct Tvht {
     swept: AtomicU64,
 }
 
+/// How many of `buckets` hold each run.
+fn holders(buckets: &[Bucket]) -> std::collections::HashMap<RunRef, usize> {
+    let mut held = std::collections::HashMap::new();
+    for r in buckets.iter().flat_map(|b| &b.runs) {
+        *held.entry(r.entries).or_default() += 1;
+    }
+    held
+}
+
 impl Drop for Tvht {
     /// Lets go of the holds of every bucket: the runs still held are freed now (no other
     /// thread can reach them), those retired earlier by the epoch (or, under loom, by the
     /// graveyard).
     fn drop(&mut self) {
-        let mut held: std::collections::HashMap<RunRef, usize> = Default::default();
-        for b in self.table.snapshot() {
-            for r in &b.runs {
-                *held.entry(r.entries).or_default() += 1;
-            }
-        }
-        for (r, n) in held {
+        for (r, n) in holders(&self.table.snapshot()) {
             r.drop_holds_at_drop(n);
         }
     }
@@ -2126,11 +2129,7 @@ impl Tvht {
         let _pin = pin();
         let snap = self.table.snapshot();
         if at_rest {
-            let mut held: std::collections::HashMap<RunRef, usize> = Default::default();
-            for r in snap.iter().flat_map(|b| &b.runs) {
-                *held.entry(r.entries).or_default() += 1;
-            }
-            for (r, &n) in &held {
+            for (r, n) in holders(&snap) {
                 if r.holds() != n {
                     return Err(TvhtError::Invalid(format!(
                         "a run of body {} from tick {} held by {n} buckets counts {} holds",
