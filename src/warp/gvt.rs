@@ -423,6 +423,19 @@ impl GvtBuffer {
         t % self.frame_ticks == 0
     }
 
+    /// [`GvtBuffer::is_frame`] for the consecutive ticks `first, first + 1, ...` asked in
+    /// order: the next frame tick is counted on rather than found by a division at each tick.
+    fn frames_from(&self, first: Tick) -> impl FnMut(Tick) -> bool + use<> {
+        let every = self.frame_ticks;
+        let mut next = first.next_multiple_of(every);
+        move |tick| {
+            if next < tick {
+                next += every;
+            }
+            tick == next
+        }
+    }
+
     /// Bodies in `chunk`.
     fn chunk_len(&self, chunk: usize) -> usize {
         chunk_len(self.bodies, chunk)
@@ -570,13 +583,10 @@ impl GvtBuffer {
         // A tick in the block of the tick before, with the same bodies, names the same slots
         // and passes the same checks (the tick range only grows): looked at once.
         let mut last: Option<(Tick, I)> = None;
-        // The next frame tick, counted on rather than found by a division at each tick.
-        let mut next_frame = first.next_multiple_of(self.frame_ticks);
+        let mut is_frame = self.frames_from(first);
         for i in 0..count {
             let (tick, bodies) = (first + i as Tick, ids(i));
-            if next_frame < tick {
-                next_frame += self.frame_ticks;
-            }
+            let frame = is_frame(tick);
             n += bodies.clone().count();
             if bodies.clone().next().is_none() {
                 continue;
@@ -589,7 +599,7 @@ impl GvtBuffer {
                 last = Some((self.base(tick), bodies.clone()));
             }
             // A frame tick's states go to the states slots of its bodies' groups.
-            if tick == next_frame {
+            if frame {
                 for b in bodies {
                     let k = self.states_key(tick, b as usize / GROUP);
                     if keys.last() != Some(&k) {
@@ -639,14 +649,10 @@ impl GvtBuffer {
             }
             let mut filled = Vec::new();
             let mut places = places.iter();
-            // The next frame tick, counted on rather than found by a division at each tick.
-            let mut next_frame = first.next_multiple_of(self.frame_ticks);
+            let mut is_frame = self.frames_from(first);
             for i in 0..count {
                 let tick = first + i as Tick;
-                while next_frame < tick {
-                    next_frame += self.frame_ticks;
-                }
-                let frame = tick == next_frame;
+                let frame = is_frame(tick);
                 let mut newly_full = 0;
                 for ((j, b), &(slot, at, bit)) in ids(i).enumerate().zip(places.by_ref()) {
                     let mask = self.chunk_mask(b as usize / CHUNK);
