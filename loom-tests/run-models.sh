@@ -85,6 +85,8 @@ engine_controls=(
     "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
     "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_blocks_locks|GVT COMMIT BROKEN"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_blocks_stm|GVT COMMIT BROKEN"
+    "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_chunk_per_body_locks|GVT COMMIT BROKEN"
+    "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_chunk_per_body_stm|GVT COMMIT BROKEN"
     "record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_two_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "record_before_ack|engine_rollback|rollback_three_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"

@@ -33,8 +33,12 @@
 //! buffer's "Counting"): loom must find the interleaving where A's record fills the chunk, B's
 //! rollback empties it, and A's count change commits the tick without B.
 //!
+//! Each runs with one chunk of both bodies and again with one body per chunk (every record and
+//! rollback then also changes the tick's counter in a section of its own, see "Counting").
+//!
 //! Preemption bounds: under locks the model is explored exhaustively (bound 20, the count
-//! unchanged at 30); under the STM, whose sections are many more atomic steps, bound 2.
+//! unchanged at 30, also with a body per chunk: 376,695 executions); under the STM, whose
+//! sections are many more atomic steps, bound 2.
 #![cfg(all(loom, feature = "engine"))]
 
 use glam::{Quat, Vec3};
@@ -70,7 +74,7 @@ fn ok(who: &str, r: Result<(), GvtError>) {
     }
 }
 
-fn model(name: &str, backend: Backend, preemptions: usize, window: u64) {
+fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: usize) {
     let outcomes = Outcomes::new(&[
         "rollback before tick 1's commit",
         "rollback after it (refused)",
@@ -83,6 +87,7 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64) {
             frame_ticks: 1,
             window,
             slack: 1,
+            chunk,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let gb = g.clone();
@@ -151,6 +156,7 @@ fn gvt_records_and_rollbacks_locks() {
         Backend::Locks,
         LOCKS_PREEMPTIONS,
         2,
+        64,
     );
 }
 
@@ -163,6 +169,7 @@ fn gvt_records_and_rollbacks_blocks_locks() {
         Backend::Locks,
         LOCKS_PREEMPTIONS,
         8,
+        64,
     );
 }
 
@@ -173,6 +180,7 @@ fn gvt_records_and_rollbacks_blocks_stm() {
         Backend::Stm,
         STM_PREEMPTIONS,
         8,
+        64,
     );
 }
 
@@ -183,5 +191,32 @@ fn gvt_records_and_rollbacks_stm() {
         Backend::Stm,
         STM_PREEMPTIONS,
         2,
+        64,
+    );
+}
+
+/// The same with one body per chunk (the engine uses chunks of 8 to 64): each record of a
+/// tick fills its chunk and each rollback empties it, so every one of them is two sections,
+/// and a tick commits only when its counter reaches both chunks (see the GVT buffer's
+/// "Counting").
+#[test]
+fn gvt_records_and_rollbacks_chunk_per_body_locks() {
+    model(
+        "gvt_records_and_rollbacks_chunk_per_body_locks",
+        Backend::Locks,
+        LOCKS_PREEMPTIONS,
+        8,
+        1,
+    );
+}
+
+#[test]
+fn gvt_records_and_rollbacks_chunk_per_body_stm() {
+    model(
+        "gvt_records_and_rollbacks_chunk_per_body_stm",
+        Backend::Stm,
+        STM_PREEMPTIONS,
+        8,
+        1,
     );
 }

@@ -347,6 +347,7 @@ fn model(name: &str, config: Config, backend: Backend, preemptions: usize) {
             frame_ticks: 1,
             window,
             slack: 1,
+            chunk: 64,
         };
         let sh = Arc::new(Shared {
             rules: rules.clone(),
