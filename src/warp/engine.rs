@@ -1076,7 +1076,7 @@ pub fn run_warp_from_with(
     .map_err(|e| e.to_string())?;
     let gvt_config = GvtConfig {
         start_tick,
-        chunk: GvtConfig::chunk_for_workers(threads),
+        chunk: GvtConfig::chunk_for(threads, n),
         ..GvtConfig::new(n, frame_ticks, window)
     };
     let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;

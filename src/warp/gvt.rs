@@ -60,14 +60,18 @@
 //! of one chunk in the same block name the same slot, and one of them waits (locks) or runs
 //! its section again (STM). Few bodies per chunk means fewer such meetings but more slots for
 //! a commit to name and more records that fill a chunk and so take a counting section. The
-//! engine picks the size from its worker count ([`GvtConfig::chunk_for_workers`]): 64 bodies
-//! up to 4 workers, then halved as the workers double, down to 8 from 32 on. Measured on a
-//! lent 16-core Xeon (2000 bodies over 1 s, groups off, medians of 3 alternating runs, wall
-//! time relative to chunks of 64): at 16 workers, chunks of 16 took 0.79x (`cylinders`) to
-//! 0.92x (`parallel`) under the STM, whose GVT abort ratio fell from 0.56-0.65 to 0.24-0.37,
-//! and 0.73x / 0.86x under locks (`bouncing` 0.90x STM, 1.08x locks); at 4 workers every
-//! size from 8 to 64 was within 0.94-1.15x, 64 the best or near it; on one worker chunks of
-//! 16 cost 1-2% more instructions (callgrind). Committed frames do not depend on it.
+//! engine picks the size from its worker count and the number of bodies
+//! ([`GvtConfig::chunk_for`]): 64 bodies up to 4 workers, then halved as the workers double,
+//! down to 8 from 32 on, but no smaller than makes 128 chunks (a commit names every chunk of
+//! its tick, and where the bodies' work per tick is small, as in sleeping pyramids, that is
+//! what a tick costs). Measured on a lent 16-core Xeon (2000 bodies over 1 s, groups off,
+//! medians of 3 alternating runs, wall time relative to chunks of 64): at 16 workers, chunks of
+//! 16 took 0.79x (`cylinders`) to 0.92x (`parallel`) under the STM, whose GVT abort ratio fell
+//! from 0.56-0.65 to 0.24-0.37, and 0.73x / 0.86x under locks (`bouncing` 0.90x STM, 1.08x
+//! locks); at 4 workers every size from 8 to 64 was within 0.94-1.15x, 64 the best or near it;
+//! on one worker chunks of 16 cost 1-2% more instructions (callgrind). Without the cap,
+//! `pyramids` 10010 with contact groups at 16 workers took 1.29x as long (626 chunks of 16;
+//! with it, 157 of 64 as before). Committed frames do not depend on the size.
 //!
 //! ## States
 //!
@@ -130,6 +134,10 @@ use std::ops::Range;
 /// Bodies per chunk at most (a chunk's bits are one `u64` per tick).
 const MAX_CHUNK: usize = 64;
 
+/// Chunks [`GvtConfig::chunk_for`] makes at most, unless they would hold more than
+/// [`MAX_CHUNK`] bodies: every commit names every chunk of its tick.
+const MAX_CHUNKS: usize = 128;
+
 /// Bodies per group of frame states (see "States" in the module documentation).
 const GROUP: usize = 8;
 
@@ -156,7 +164,7 @@ pub struct GvtConfig {
     /// ring is then rounded up to whole blocks, and to at least `window + block` ticks).
     pub slack: u64,
     /// Bodies per chunk slot, 1 to 64 (see "Chunk size" in the module documentation;
-    /// [`GvtConfig::chunk_for_workers`] picks it for an engine).
+    /// [`GvtConfig::chunk_for`] picks it for an engine).
     pub chunk: usize,
 }
 
@@ -173,11 +181,12 @@ impl GvtConfig {
         }
     }
 
-    /// The chunk size for `workers` threads recording at once: 64 up to 4 workers,
-    /// halved each time the workers double, down to 8 from 32 workers on (see "Chunk size").
-    pub fn chunk_for_workers(workers: usize) -> usize {
+    /// The chunk size for `bodies` bodies recorded by `workers` threads at once: 64 up to 4
+    /// workers, halved each time the workers double, down to 8 from 32 workers on, but never
+    /// so small that there are more than 128 chunks (see "Chunk size").
+    pub fn chunk_for(workers: usize, bodies: usize) -> usize {
         let per = 256 / workers.max(1).next_power_of_two();
-        per.clamp(8, MAX_CHUNK)
+        per.max(bodies.div_ceil(MAX_CHUNKS)).clamp(8, MAX_CHUNK)
     }
 }
 
@@ -1205,9 +1214,14 @@ mod tests {
             ));
         }
         let sizes: Vec<usize> = [1, 2, 3, 4, 5, 8, 16, 17, 32, 64, 1000]
-            .map(GvtConfig::chunk_for_workers)
+            .map(|w| GvtConfig::chunk_for(w, 1000))
             .to_vec();
         assert_eq!(sizes, [64, 64, 64, 64, 32, 32, 16, 8, 8, 8, 8]);
+        // More bodies: at most 128 chunks, unless chunks would pass 64 bodies.
+        let sizes: Vec<usize> = [100, 1024, 1025, 3000, 8192, 10010, 100_000]
+            .map(|b| GvtConfig::chunk_for(16, b))
+            .to_vec();
+        assert_eq!(sizes, [16, 16, 16, 24, 64, 64, 64]);
     }
 
     fn batched_records_with(window: u64, chunk: usize) {
