@@ -23,7 +23,7 @@
 //! - [`checkpoint`]: a run's state at a committed frame saved to a file (atomically, versioned,
 //!   hashed) and resumed bit for bit.
 //! - [`run`]: the run loop (scene, engine, sinks, progress, summary) shared by the binary and tests.
-//! - [`bench`]: `timewarp bench`, sweeps of scenes x sizes x threads x backends x engines
+//! - [`bench`](mod@bench): `timewarp bench`, sweeps of scenes x sizes x threads x backends x engines
 //!   through the run loop: Markdown table, JSON, SVG plots, the parallelism estimate.
 
 pub mod allocator;

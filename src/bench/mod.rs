@@ -21,9 +21,9 @@
 //! configuration at 1 thread (ratio of medians) and the efficiency (speedup / threads); for the
 //! warp engine the medians of rollbacks and rolled-back ticks, the STM abort ratio
 //! (conflict aborts / (aborts + commits)) and mean read- and write-set sizes over all timed runs
-//! (from [`crate::sync::stats`], which includes `timewarp_stm::stats`), keys per critical
-//! section (both backends), and the parallelism estimate. [`report`] prints the Markdown table
-//! and writes the JSON; [`plot`] draws the SVGs.
+//! (from [`crate::sync::stats`](mod@crate::sync::stats), which includes
+//! `timewarp_stm::stats`), keys per critical section (both backends), and the parallelism
+//! estimate. [`report`] prints the Markdown table and writes the JSON; [`plot`] draws the SVGs.
 //!
 //! One abort ratio does not say which shared structure the aborts come from, so each run also
 //! keeps the section counters per class of table ([`crate::sync::Class`]: TVHT, GVT buffer,

@@ -32,7 +32,7 @@
 //! **Class.** Every table has a [`Class`] naming the structure it guards (TVHT, GVT buffer,
 //! contact groups, other), set where it is made ([`Table::with_class`]; [`Table::new`] makes
 //! [`Class::Other`]). Each finished section is counted under its table's class (see
-//! [`stats`](super::stats)), so that the run summary and the bench report can say which
+//! [`stats`](mod@super::stats)), so that the run summary and the bench report can say which
 //! structure the STM's aborts come from, not only how many there were.
 //!
 //! ## Lemma 1: the lock backend cannot deadlock

@@ -37,7 +37,8 @@
 //!   span and the speedup bounds they give.
 //! - [`island_log`]: the contact groups at checkpoint ticks, logged as entities record them
 //!   and taken back as they unrecord, for a checkpoint of a run with contact groups.
-//! - [`reference`]: the sequential, lock-step reference the engine must equal bit for bit.
+//! - [`reference`](mod@reference): the sequential, lock-step reference the engine must equal
+//!   bit for bit.
 
 pub mod announcements;
 pub mod engine;

@@ -39,7 +39,7 @@
 //! holds, logically, the same entries as before (and `validate` checks the runs). On
 //! `cylinders` 2000 this took a fifth to a third off a run's time and a fifth off its memory.
 //! A run is freed once no bucket holds it: it counts the buckets that hold it, not the copies
-//! of its pointer that the STM's copies of buckets make (module [`runs`]: with two workers,
+//! of its pointer that the STM's copies of buckets make (module `tvht::runs`: with two workers,
 //! `cylinders` 2000 under the STM took 1.25x less wall time).
 //!
 //! A run also keeps its writer and a box around its entries' boxes. A write section first
@@ -2118,8 +2118,8 @@ impl Tvht {
     }
 
     /// [`Tvht::validate`], for a table at rest (no request in flight): every run's count of
-    /// holds is then exactly the buckets that hold it (see [`runs`]): none was let go too
-    /// often (it would be freed while held) or too rarely (it would never be freed).
+    /// holds is then exactly the buckets that hold it (see module `tvht::runs`): none was let go
+    /// too often (it would be freed while held) or too rarely (it would never be freed).
     pub fn validate_at_rest(&self) -> Result<(), TvhtError> {
         self.validate_with(true)
     }
