@@ -60,8 +60,9 @@
 //! of one chunk in the same block name the same slot, and one of them waits (locks) or runs
 //! its section again (STM). Few bodies per chunk means fewer such meetings but more slots for
 //! a commit to name and more records that fill a chunk and so take a counting section. The
-//! engine picks the size from its worker count and the number of bodies
-//! ([`GvtConfig::chunk_for`]): 64 bodies up to 4 workers, then halved as the workers double,
+//! size is a power of two, so that a body's chunk and bit are a shift and a mask (a record asks
+//! for them at every tick of every body). The engine picks it from its worker count and the
+//! number of bodies ([`GvtConfig::chunk_for`]): 64 bodies up to 4 workers, then halved as the workers double,
 //! down to 8 from 32 on, but no smaller than makes 128 chunks (a commit names every chunk of
 //! its tick, and where the bodies' work per tick is small, as in sleeping pyramids, that is
 //! what a tick costs). Measured on a lent 16-core Xeon (2000 bodies over 1 s, groups off,
@@ -163,7 +164,8 @@ pub struct GvtConfig {
     /// Extra ticks of ring beyond the window (>= 1), so that a tick at `LVT_ub` has a slot (the
     /// ring is then rounded up to whole blocks, and to at least `window + block` ticks).
     pub slack: u64,
-    /// Bodies per chunk slot, 1 to 64 (see "Chunk size" in the module documentation;
+    /// Bodies per chunk slot, a power of two up to 64 (see "Chunk size" in the module
+    /// documentation;
     /// [`GvtConfig::chunk_for`] picks it for an engine).
     pub chunk: usize,
 }
@@ -186,7 +188,8 @@ impl GvtConfig {
     /// so small that there are more than 128 chunks (see "Chunk size").
     pub fn chunk_for(workers: usize, bodies: usize) -> usize {
         let per = 256 / workers.max(1).next_power_of_two();
-        per.max(bodies.div_ceil(MAX_CHUNKS)).clamp(8, MAX_CHUNK)
+        let fewest = bodies.div_ceil(MAX_CHUNKS).next_power_of_two();
+        per.max(fewest).clamp(8, MAX_CHUNK)
     }
 }
 
@@ -310,8 +313,9 @@ struct Output {
 pub struct GvtBuffer {
     table: Table<Slot>,
     bodies: usize,
-    /// Bodies per chunk.
+    /// Bodies per chunk (a power of two) and its log2.
     chunk: usize,
+    chunk_shift: u32,
     chunks: usize,
     /// State groups ([`GROUP`] bodies each).
     groups: usize,
@@ -354,9 +358,9 @@ impl GvtBuffer {
         let block = 1 << block.ilog2();
         // The ring must hold the block of every tick up to LVT_ub while GVT's block is live.
         let blocks = want.div_ceil(block).max((c.window + block).div_ceil(block));
-        if !(1..=MAX_CHUNK).contains(&c.chunk) {
+        if !(c.chunk.is_power_of_two() && c.chunk <= MAX_CHUNK) {
             return Err(GvtError::Config(format!(
-                "bodies per chunk must be in 1..={MAX_CHUNK}, got {}",
+                "bodies per chunk must be a power of two up to {MAX_CHUNK}, got {}",
                 c.chunk
             )));
         }
@@ -395,6 +399,7 @@ impl GvtBuffer {
             table,
             bodies: c.bodies,
             chunk: c.chunk,
+            chunk_shift: c.chunk.ilog2(),
             chunks,
             groups,
             frames,
@@ -502,6 +507,18 @@ impl GvtBuffer {
         ((t - first) / self.frame_ticks) as usize * self.group_len(group)
     }
 
+    /// Body `b`'s chunk (a shift: a record asks for it at every tick of every body).
+    #[inline]
+    fn chunk_of(&self, b: BodyId) -> usize {
+        b as usize >> self.chunk_shift
+    }
+
+    /// Body `b`'s bit in its chunk's mask.
+    #[inline]
+    fn bit_of(&self, b: BodyId) -> u64 {
+        1 << (b as usize & (self.chunk - 1))
+    }
+
     fn chunk_mask(&self, chunk: usize) -> u64 {
         let n = self.chunk_len(chunk);
         if n == MAX_CHUNK {
@@ -563,7 +580,7 @@ impl GvtBuffer {
             }
             // A body's consecutive ticks share their block's slot: named once (the section
             // drops the other repeats).
-            let k = self.chunk_key(tick, b as usize / self.chunk);
+            let k = self.chunk_key(tick, self.chunk_of(b));
             if keys.last() != Some(&k) {
                 keys.push(k);
             }
@@ -672,7 +689,7 @@ impl GvtBuffer {
                     let slot = match found.get(j) {
                         Some(&(fb, fbase, slot)) if fb == b && fbase == base => slot,
                         _ => {
-                            let slot = v.index(self.chunk_key(tick, b as usize / self.chunk));
+                            let slot = v.index(self.chunk_key(tick, self.chunk_of(b)));
                             self.live(v.at(slot), tick)?;
                             if j < found.len() {
                                 found[j] = (b, base, slot);
@@ -682,7 +699,7 @@ impl GvtBuffer {
                             slot
                         }
                     };
-                    let bit = 1u64 << (b as usize % self.chunk);
+                    let bit = self.bit_of(b);
                     let Slot::Chunk { bits, .. } = v.at(slot) else {
                         unreachable!()
                     };
@@ -700,7 +717,7 @@ impl GvtBuffer {
                 let frame = is_frame(tick);
                 let mut newly_full = 0;
                 for ((j, b), &(slot, at, bit)) in ids(i).enumerate().zip(places.by_ref()) {
-                    let mask = self.chunk_mask(b as usize / self.chunk);
+                    let mask = self.chunk_mask(self.chunk_of(b));
                     let Slot::Chunk { bits, .. } = v.at_mut(slot) else {
                         unreachable!()
                     };
@@ -748,7 +765,7 @@ impl GvtBuffer {
         let Slot::Chunk { bits, .. } = slot else {
             unreachable!()
         };
-        Ok(bits[at] & (1 << (b as usize % self.chunk)) != 0)
+        Ok(bits[at] & self.bit_of(b) != 0)
     }
 
     /// Takes back the record of `tick` for the given bodies (rollback). Refused for a
@@ -772,12 +789,7 @@ impl GvtBuffer {
         let emptied = self.table.section(&keys, |v| {
             for tick in ticks.clone() {
                 for &b in bodies {
-                    if !self.has_recorded(
-                        v,
-                        self.chunk_key(tick, b as usize / self.chunk),
-                        tick,
-                        b,
-                    )? {
+                    if !self.has_recorded(v, self.chunk_key(tick, self.chunk_of(b)), tick, b)? {
                         return Err(GvtError::NotRecorded { body: b, tick });
                     }
                 }
@@ -787,7 +799,7 @@ impl GvtBuffer {
                 let at = (tick % self.block) as usize;
                 let mut no_longer_full = 0;
                 for &b in bodies {
-                    let chunk = b as usize / self.chunk;
+                    let chunk = self.chunk_of(b);
                     let mask = self.chunk_mask(chunk);
                     let Slot::Chunk { bits, .. } = v.get_mut(self.chunk_key(tick, chunk)) else {
                         unreachable!()
@@ -795,7 +807,7 @@ impl GvtBuffer {
                     if bits[at] == mask {
                         no_longer_full += 1;
                     }
-                    bits[at] &= !(1 << (b as usize % self.chunk));
+                    bits[at] &= !self.bit_of(b);
                 }
                 if no_longer_full > 0 {
                     emptied.push((tick, -no_longer_full));
@@ -1189,13 +1201,13 @@ mod tests {
     /// 80): batches that cross blocks and the ring's end, entities whose bodies share a chunk or
     /// are listed out of chunk order, a batch refused halfway (nothing recorded), and a batch
     /// naming a body twice at one tick; every frame holds every body's state at its tick. The
-    /// batched buffer's chunks hold 64 bodies (three chunks, the last partial), 8 (the size for
-    /// 32 workers), 7 (22 chunks, the last of 3 bodies) or 1 (every record fills a chunk and
+    /// batched buffer's chunks hold 64 bodies (three chunks, the last partial), 32 (five, the
+    /// last of 22 bodies), 8 (the size for 32 workers) or 1 (every record fills a chunk and
     /// counts): the one recording tick by tick keeps chunks of 64, and both must agree.
     #[test]
     fn batched_records_equal_records_tick_by_tick() {
         for window in [8, 64] {
-            for chunk in [64, 8, 7, 1] {
+            for chunk in [64, 32, 8, 1] {
                 batched_records_with(window, chunk);
             }
         }
@@ -1203,7 +1215,7 @@ mod tests {
 
     #[test]
     fn chunk_size_is_checked_and_shrinks_with_the_workers() {
-        for chunk in [0, 65] {
+        for chunk in [0, 7, 65, 128] {
             let c = GvtConfig {
                 chunk,
                 ..GvtConfig::new(10, 1, 8)
@@ -1221,7 +1233,7 @@ mod tests {
         let sizes: Vec<usize> = [100, 1024, 1025, 3000, 8192, 10010, 100_000]
             .map(|b| GvtConfig::chunk_for(16, b))
             .to_vec();
-        assert_eq!(sizes, [16, 16, 16, 24, 64, 64, 64]);
+        assert_eq!(sizes, [16, 16, 16, 32, 64, 64, 64]);
     }
 
     fn batched_records_with(window: u64, chunk: usize) {
