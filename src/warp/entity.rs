@@ -731,7 +731,10 @@ impl Entity {
         let n = (ub - lvt).min(self.batch);
         let at = self.at(lvt);
         let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
+        // `isl` is the island of the last tick computed, shared with the ticks before it that
+        // it did not change; `work` is the one being stepped.
         let mut isl = Arc::clone(&self.islands[(lvt - self.base) as usize]);
+        let mut work = Island::clone(&isl);
         let mut boxes: Vec<Aabb> = self.aabbs.range(at..at + nb).copied().collect();
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(nb, Vec::new);
@@ -742,11 +745,12 @@ impl Entity {
             let t = lvt + i;
             // Rule 1: deferred fission (its contacts are the step's, below).
             let mut contacts = None;
-            if let Some((apart, m)) = self.split_timer(rules, t, &isl, &cur) {
+            // Whether `work` may now differ from `isl`.
+            let mut touched = false;
+            if let Some((apart, m)) = self.split_timer(rules, t, &work, &cur) {
                 contacts = Some(m);
-                if apart != isl.apart_ticks {
-                    Arc::make_mut(&mut isl).apart_ticks = apart;
-                }
+                touched |= apart != work.apart_ticks;
+                work.apart_ticks = apart;
                 if apart >= SPLIT_TICKS {
                     if i == 0 {
                         self.ending = Some(t);
@@ -778,22 +782,23 @@ impl Entity {
             // Rules 4 and 5: wake if kicked, step, maybe fall asleep. Asleep and not kicked,
             // nothing changes: the same states, boxes and island (no copy); from `LVT`, a nap.
             let kicked = kicks.iter().any(|k| !k.is_empty());
-            if i == 0 && isl.asleep && !kicked && env.tvht.sleep_records() {
+            if i == 0 && work.asleep && !kicked && env.tvht.sleep_records() {
+                // (Rule 1 does not apply asleep: `work` is still `isl`.)
                 self.scratch.kicks = kicks;
                 self.scratch.entries = new;
                 return self.nap(env, ub, &cur, &boxes, isl, send);
             }
-            if isl.asleep && !kicked {
+            if work.asleep && !kicked {
                 self.stats.asleep_ticks += 1;
             } else {
-                let island = Arc::make_mut(&mut isl);
-                if island.asleep {
-                    island.asleep = false;
-                    island.rest_ticks = 0;
+                touched = true;
+                if work.asleep {
+                    work.asleep = false;
+                    work.rest_ticks = 0;
                 }
                 let m = contacts
-                    .unwrap_or_else(|| group_manifolds(rules, &island.bodies, &cur, &island.warm));
-                step_island_with(rules, island, &mut cur, &mut kicks, m)
+                    .unwrap_or_else(|| group_manifolds(rules, &work.bodies, &cur, &work.warm));
+                step_island_with(rules, &mut work, &mut cur, &mut kicks, m)
                     .map_err(|e| format!("at tick {}: {e}", t + 1))?;
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
                     *b = rules.aabb(body as usize, s);
@@ -804,8 +809,11 @@ impl Entity {
                     body,
                     aabb: *b,
                     state: *s,
-                    asleep: isl.asleep,
+                    asleep: work.asleep,
                 });
+            }
+            if touched && !work.same_as(&isl) {
+                isl = Arc::new(work.clone());
             }
             islands.push(Arc::clone(&isl));
         }

@@ -114,6 +114,19 @@ pub struct Island {
 }
 
 impl Island {
+    /// Whether this island, stepped from `before` (the same bodies), is bit for bit the
+    /// same: its counters and flag equal and neither carrying contacts (a body in free
+    /// flight), so the two ticks may share one copy. Contacts are never compared (their floats
+    /// would need comparing by bits): an island with any is a new one.
+    pub fn same_as(&self, before: &Island) -> bool {
+        debug_assert_eq!(self.bodies, before.bodies);
+        self.rest_ticks == before.rest_ticks
+            && self.apart_ticks == before.apart_ticks
+            && self.asleep == before.asleep
+            && self.warm.is_empty()
+            && before.warm.is_empty()
+    }
+
     /// A single body, awake.
     pub fn single(body: BodyId) -> Island {
         Island {
@@ -163,24 +176,16 @@ pub fn group_manifolds(
     states: &[BodyState],
     warm: &[(PairKey, Manifold)],
 ) -> Vec<(PairKey, Manifold)> {
-    // How far each body's surface can move in one tick.
     debug_assert_eq!(bodies.len(), states.len());
-    let reach: Vec<f32> = bodies
-        .iter()
-        .zip(states)
-        .map(|(&b, s)| {
-            let spin = shape_extent(&rules.shapes[b as usize]) * s.angular_velocity.length();
-            (s.velocity.length() + spin) * rules.dt
-        })
-        .collect();
-    let boxes: Vec<_> = bodies
-        .iter()
-        .zip(states)
-        .zip(&reach)
-        .map(|((&b, s), r)| {
-            shape_aabb(&rules.shapes[b as usize], s.position, s.rotation).expanded(GROUP_MARGIN + r)
-        })
-        .collect();
+    // How far each body's surface can move in one tick, and its box grown by that and the
+    // margin.
+    let reach_of = |b: BodyId, s: &BodyState| {
+        let spin = shape_extent(&rules.shapes[b as usize]) * s.angular_velocity.length();
+        (s.velocity.length() + spin) * rules.dt
+    };
+    let box_of = |b: BodyId, s: &BodyState, reach: f32| {
+        shape_aabb(&rules.shapes[b as usize], s.position, s.rotation).expanded(GROUP_MARGIN + reach)
+    };
     let pose = |i: usize| {
         let s = &states[i];
         Pose::new(s.position, s.rotation)
@@ -194,6 +199,41 @@ pub fn group_manifolds(
             out.push((key, m));
         }
     };
+    // The `i`-th body against every static body its box meets.
+    let statics = |keep: &mut dyn FnMut(PairKey, Manifold), i: usize, bx: &Aabb, reach: f32| {
+        let a = bodies[i];
+        for st in &rules.statics {
+            if bx.overlaps(&st.aabb) {
+                let m = collide(
+                    &rules.shapes[a as usize],
+                    &pose(i),
+                    &st.shape,
+                    &Pose::new(st.state.position, st.state.rotation),
+                    GROUP_MARGIN + reach,
+                );
+                keep((a, STATIC_SIDE | st.index), m);
+            }
+        }
+    };
+    if let ([b], [s]) = (bodies, states) {
+        // A group of one body (most of them, in a scene that is not piled up): no pairs, and
+        // nothing allocated unless it touches a static body.
+        let reach = reach_of(*b, s);
+        statics(&mut keep, 0, &box_of(*b, s, reach), reach);
+        out.sort_by_key(|(k, _)| *k);
+        return out;
+    }
+    let reach: Vec<f32> = bodies
+        .iter()
+        .zip(states)
+        .map(|(&b, s)| reach_of(b, s))
+        .collect();
+    let boxes: Vec<_> = bodies
+        .iter()
+        .zip(states)
+        .zip(&reach)
+        .map(|((&b, s), &r)| box_of(b, s, r))
+        .collect();
     for (i, j) in overlapping_pairs(&boxes) {
         let (a, b) = (bodies[i], bodies[j]);
         let m = collide(
@@ -205,19 +245,8 @@ pub fn group_manifolds(
         );
         keep((a, b), m);
     }
-    for (i, &a) in bodies.iter().enumerate() {
-        for st in &rules.statics {
-            if boxes[i].overlaps(&st.aabb) {
-                let m = collide(
-                    &rules.shapes[a as usize],
-                    &pose(i),
-                    &st.shape,
-                    &Pose::new(st.state.position, st.state.rotation),
-                    GROUP_MARGIN + reach[i],
-                );
-                keep((a, STATIC_SIDE | st.index), m);
-            }
-        }
+    for (i, bx) in boxes.iter().enumerate() {
+        statics(&mut keep, i, bx, reach[i]);
     }
     out.sort_by_key(|(k, _)| *k);
     out
@@ -604,5 +633,72 @@ mod tests {
             brute.len()
         );
         assert_eq!(overlapping_pairs(&boxes), brute);
+    }
+
+    fn bouncing(n: usize) -> (Rules, f32) {
+        let scene = crate::scene::builtin("bouncing", Some(n)).unwrap();
+        let half = crate::scene::bouncing_side(n) / 2.0;
+        (Rules::new(&scene).unwrap(), half)
+    }
+
+    /// A group of one body takes its own way through [`group_manifolds`] (no pair search,
+    /// nothing allocated unless it touches a static body); the contacts it finds are exactly
+    /// those the general way finds for that body with the statics when it shares a group:
+    /// 64 spheres of `bouncing` at random places in and around the box of walls.
+    #[test]
+    fn a_lone_body_meets_the_statics_it_meets_in_a_group() {
+        let (rules, half) = bouncing(64);
+        let mut rng = SplitMix64::new(11);
+        let mut touching = 0;
+        for round in 0..20 {
+            for a in 0..rules.bodies() as BodyId {
+                let mut s = rules.initial[a as usize];
+                let mut unit = || rng.next_signed();
+                s.position = Vec3::new(unit(), unit(), unit()) * (half + 0.2);
+                s.velocity = Vec3::new(unit(), unit(), unit()) * 5.0;
+                let alone = group_manifolds(&rules, &[a], &[s], &[]);
+                let b = (a + 1 + round) % rules.bodies() as BodyId;
+                let mut other = rules.initial[b as usize];
+                other.position = Vec3::ZERO;
+                let (bodies, states) = if a < b {
+                    ([a, b], [s, other])
+                } else {
+                    ([b, a], [other, s])
+                };
+                let shared: Vec<_> = group_manifolds(&rules, &bodies, &states, &[])
+                    .into_iter()
+                    .filter(|((x, o), _)| *x == a && o & STATIC_SIDE != 0)
+                    .collect();
+                assert_eq!(alone, shared, "body {a} at {:?}", s.position);
+                touching += usize::from(!alone.is_empty());
+            }
+        }
+        assert!(touching > 100, "too few bodies touched a wall: {touching}");
+    }
+
+    /// [`Island::same_as`]: free flight leaves a group of one as it was (the warp engine then
+    /// shares one copy of it between the ticks); touching a wall, or slowing to rest, does not.
+    #[test]
+    fn only_free_flight_leaves_an_island_as_it_was() {
+        let (rules, half) = bouncing(8);
+        let step = |s: BodyState| {
+            let before = Island::single(0);
+            let mut island = before.clone();
+            step_island(&rules, &mut island, &mut [s], &mut [Vec::new()]).unwrap();
+            island.same_as(&before)
+        };
+        let mut s = rules.initial[0];
+        s.position = Vec3::ZERO;
+        s.velocity = Vec3::new(1.0, 2.0, 0.5);
+        assert!(step(s), "free flight");
+        let Shape::Sphere { radius } = rules.shapes[0] else {
+            panic!("bouncing holds spheres")
+        };
+        s.position = Vec3::new(0.0, -half + radius, 0.0);
+        s.velocity = Vec3::new(1.0, -2.0, 0.5);
+        assert!(!step(s), "against the floor");
+        s.position = Vec3::ZERO;
+        s.velocity = Vec3::ZERO;
+        assert!(!step(s), "at rest: its rest counter runs");
     }
 }
