@@ -315,8 +315,13 @@ impl GroupGraph {
         groups: &[Vec<BodyId>],
     ) -> Result<GroupGraph, GroupError> {
         let mut of = vec![None; bodies];
-        for g in groups {
+        // The group each body represents (its smallest body), if any.
+        let mut led = vec![None; bodies];
+        for (i, g) in groups.iter().enumerate() {
             let rep = *g.iter().min().ok_or(GroupError::NotAPartition(start))?;
+            if let Some(slot) = led.get_mut(rep as usize) {
+                *slot = Some(i);
+            }
             for &b in g {
                 let slot = of.get_mut(b as usize).ok_or(GroupError::UnknownBody(b))?;
                 if slot.replace(rep).is_some() {
@@ -330,9 +335,9 @@ impl GroupGraph {
         let table = Table::with_class(backend, bodies, Class::Groups, |b| {
             let rep = of[b].expect("checked above");
             let id = GroupId { birth: start, rep };
-            let groups = groups
-                .iter()
-                .filter(|g| rep == b as BodyId && g.contains(&rep))
+            let groups = led[b]
+                .map(|i| &groups[i])
+                .into_iter()
                 .map(|g| {
                     let mut bodies = g.clone();
                     bodies.sort_unstable();
