@@ -406,6 +406,20 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
         }
     }
 
+    /// Takes the table apart, handing each slot's value to `f` in key order: no section and
+    /// no copy (the table is owned, so no other thread can hold a slot).
+    pub fn into_each(self, mut f: impl FnMut(T)) {
+        match self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(vars) => vars.into_iter().for_each(|v| f(v.into_inner())),
+            #[cfg(feature = "locks")]
+            Slots::Locks(mutexes) => mutexes.into_iter().for_each(|m| {
+                f(m.into_inner()
+                    .expect("a section panicked while holding this slot"))
+            }),
+        }
+    }
+
     /// A consistent copy of every slot (one section over all keys; meant for checks and
     /// tests, it serialises with every other section).
     pub fn snapshot(&self) -> Vec<T> {
@@ -435,6 +449,9 @@ mod tests {
             });
             assert_eq!(r, 70);
             assert_eq!(t.snapshot(), vec![0, 10, 20, 30, 40, 51, 60, 70]);
+            let mut all = Vec::new();
+            t.into_each(|x| all.push(x));
+            assert_eq!(all, vec![0, 10, 20, 30, 40, 51, 60, 70]);
         }
     }
 

@@ -997,6 +997,8 @@ struct Others {
     /// places before it have a bucket with runs to meet: a plan whose keys have none is quiet
     /// (a tick planned so writes without looking at any bucket).
     busy: Vec<u32>,
+    /// Whether any bucket of the section holds a sleep record (else no write looks for one).
+    sleepers: bool,
 }
 
 impl Others {
@@ -1006,12 +1008,14 @@ impl Others {
         ticks: (Tick, Tick),
         all: &Aabb,
         planned: &Planned,
+        sleepers: bool,
     ) -> Others {
         let n = view.keys().len();
         let mut o = Others {
             runs: Vec::with_capacity(n),
             at: Vec::with_capacity(n + 1),
             busy: Vec::with_capacity(planned.at.len() + 1),
+            sleepers,
         };
         let meets = |r: &Run| {
             r.entity != entity && r.bounds.overlaps(all) && r.present_within(ticks.0, ticks.1) != 0
@@ -1082,7 +1086,18 @@ impl Drop for Tvht {
     /// thread can reach them), those retired earlier by the epoch (or, under loom, by the
     /// graveyard).
     fn drop(&mut self) {
-        for (r, n) in holders(&self.table.snapshot()) {
+        // The buckets themselves, not a copy of them (a copy of a large table cost more than
+        // a frame of a short run): the table is taken out and apart.
+        let empty = Table::with_class(self.table.backend(), 0, self.table.class(), |_| {
+            unreachable!("an empty table has no slot")
+        });
+        let mut held = std::collections::HashMap::new();
+        std::mem::replace(&mut self.table, empty).into_each(|b| {
+            for r in &b.runs {
+                *held.entry(r.entries).or_insert(0) += 1;
+            }
+        });
+        for (r, n) in held {
             r.drop_holds_at_drop(n);
         }
     }
@@ -1434,10 +1449,14 @@ impl Tvht {
         let reserved = planned.sorted.len();
         let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard));
         let out = self.section(&planned.sorted, |view| {
-            // Check everything before changing anything: one pass over each bucket.
+            // Check everything before changing anything: one pass over each bucket, which
+            // also learns whether any holds a sleep record (most sections meet none: then
+            // no step need look for them).
+            let mut sleepers = false;
             for i in 0..view.keys().len() {
-                if let Some((tick, body)) = view
-                    .at(i)
+                let bucket = view.at(i);
+                sleepers |= !bucket.records.is_empty();
+                if let Some((tick, body)) = bucket
                     .held((tmin, tmax), (bmin, bmax))
                     .find(|p| seen.binary_search(p).is_ok())
                 {
@@ -1445,7 +1464,7 @@ impl Tvht {
                 }
             }
             // Nor a sleep record of one of the request's bodies at one of its ticks.
-            for (s, ps) in planned.per_step(steps) {
+            for (s, ps) in planned.per_step(steps).filter(|_| sleepers) {
                 for p in ps.iter().map(|&i| planned.plan(i)) {
                     if planned
                         .sleep_slots(p)
@@ -1466,7 +1485,7 @@ impl Tvht {
                     view.at_mut(i).prune(floor, &mut dropped);
                 }
             }
-            let others = Others::of(view, entity, (tmin, tmax), &runs.all, &planned);
+            let others = Others::of(view, entity, (tmin, tmax), &runs.all, &planned, sleepers);
             let mut holds = Holds::new(&runs);
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
@@ -1566,7 +1585,7 @@ impl Tvht {
             }
             // Sleep records at this tick: an asleep entry and a sleep record never touch
             // (neither wakes nor fuses with the other), so only an awake entry looks.
-            if me.asleep {
+            if me.asleep || !others.sleepers {
                 continue;
             }
             for (&k, &at) in planned.sleep_buckets(p).iter().zip(planned.sleep_slots(p)) {
