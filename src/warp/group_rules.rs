@@ -44,7 +44,7 @@
 //! and resumed at any tick makes the same groups as one that was not.
 
 use super::groups::{components, root, union};
-use super::rules::{Kick, Rules};
+use super::rules::{Gauge, Kick, Rules};
 use super::{BodyId, Tick};
 use crate::dynamics::{
     BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, SolverBody, SolverParams,
@@ -177,15 +177,13 @@ pub fn group_manifolds(
     warm: &[(PairKey, Manifold)],
 ) -> Vec<(PairKey, Manifold)> {
     debug_assert_eq!(bodies.len(), states.len());
-    // How far each body's surface can move in one tick, and its box grown by that and the
-    // margin.
+    // How far each body's surface can move in one tick; its box.
     let reach_of = |b: BodyId, s: &BodyState| {
         let spin = shape_extent(&rules.shapes[b as usize]) * s.angular_velocity.length();
         (s.velocity.length() + spin) * rules.dt
     };
-    let box_of = |b: BodyId, s: &BodyState, reach: f32| {
-        shape_aabb(&rules.shapes[b as usize], s.position, s.rotation).expanded(GROUP_MARGIN + reach)
-    };
+    let tight_of =
+        |b: BodyId, s: &BodyState| shape_aabb(&rules.shapes[b as usize], s.position, s.rotation);
     let pose = |i: usize| {
         let s = &states[i];
         Pose::new(s.position, s.rotation)
@@ -199,27 +197,33 @@ pub fn group_manifolds(
             out.push((key, m));
         }
     };
-    // The `i`-th body against every static body its box meets.
-    let statics = |keep: &mut dyn FnMut(PairKey, Manifold), i: usize, bx: &Aabb, reach: f32| {
+    // The `i`-th body, in box `tight`, against every static body its grown box meets (a
+    // plane's box is everything: the plane test of `rules` skips those the narrow phase would
+    // find nothing with, so that a body far from the walls does not meet them all).
+    let statics = |keep: &mut dyn FnMut(PairKey, Manifold), i: usize, tight: &Aabb, reach: f32| {
         let a = bodies[i];
+        let margin = GROUP_MARGIN + reach;
+        let (bx, gauge) = (tight.expanded(margin), Gauge::of(tight));
         for st in &rules.statics {
-            if bx.overlaps(&st.aabb) {
-                let m = collide(
-                    &rules.shapes[a as usize],
-                    &pose(i),
-                    &st.shape,
-                    &Pose::new(st.state.position, st.state.rotation),
-                    GROUP_MARGIN + reach,
-                );
-                keep((a, STATIC_SIDE | st.index), m);
+            if gauge.clear_of_plane(&st.shape, margin) || !bx.overlaps(&st.aabb) {
+                continue;
             }
+            let m = collide(
+                &rules.shapes[a as usize],
+                &pose(i),
+                &st.shape,
+                &Pose::new(st.state.position, st.state.rotation),
+                margin,
+            );
+            keep((a, STATIC_SIDE | st.index), m);
         }
     };
     if let ([b], [s]) = (bodies, states) {
         // A group of one body (most of them, in a scene that is not piled up): no pairs, and
         // nothing allocated unless it touches a static body.
-        let reach = reach_of(*b, s);
-        statics(&mut keep, 0, &box_of(*b, s, reach), reach);
+        if !rules.statics.is_empty() {
+            statics(&mut keep, 0, &tight_of(*b, s), reach_of(*b, s));
+        }
         out.sort_by_key(|(k, _)| *k);
         return out;
     }
@@ -228,11 +232,15 @@ pub fn group_manifolds(
         .zip(states)
         .map(|(&b, s)| reach_of(b, s))
         .collect();
-    let boxes: Vec<_> = bodies
+    let tight: Vec<Aabb> = bodies
         .iter()
         .zip(states)
+        .map(|(&b, s)| tight_of(b, s))
+        .collect();
+    let boxes: Vec<Aabb> = tight
+        .iter()
         .zip(&reach)
-        .map(|((&b, s), &r)| box_of(b, s, r))
+        .map(|(t, &r)| t.expanded(GROUP_MARGIN + r))
         .collect();
     for (i, j) in overlapping_pairs(&boxes) {
         let (a, b) = (bodies[i], bodies[j]);
@@ -245,8 +253,8 @@ pub fn group_manifolds(
         );
         keep((a, b), m);
     }
-    for (i, bx) in boxes.iter().enumerate() {
-        statics(&mut keep, i, bx, reach[i]);
+    for (i, t) in tight.iter().enumerate() {
+        statics(&mut keep, i, t, reach[i]);
     }
     out.sort_by_key(|(k, _)| *k);
     out

@@ -390,7 +390,7 @@ fn swept_box(b: Aabb, d: Vec3) -> Aabb {
 
 /// What the plane test needs of a body's tight box, worked out once per tick for all the
 /// statics (six planes in `bouncing`).
-struct Gauge {
+pub(super) struct Gauge {
     center: Vec3,
     half: Vec3,
     /// The centre's largest coordinate magnitude (for the rounding slack).
@@ -398,7 +398,7 @@ struct Gauge {
 }
 
 impl Gauge {
-    fn of(tight: &Aabb) -> Gauge {
+    pub(super) fn of(tight: &Aabb) -> Gauge {
         let center = tight.center();
         Gauge {
             center,
@@ -415,7 +415,7 @@ impl Gauge {
     /// met every plane at every tick in the full narrow phase: a quarter of the instructions of
     /// `bouncing` (six walls).
     #[inline]
-    fn clear_of_plane(&self, shape: &Shape, margin: f32) -> bool {
+    pub(super) fn clear_of_plane(&self, shape: &Shape, margin: f32) -> bool {
         let Shape::Plane { normal, offset } = *shape else {
             return false;
         };
