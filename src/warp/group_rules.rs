@@ -495,7 +495,7 @@ pub fn step_island_with(
     island: &mut Island,
     states: &mut [BodyState],
     kicks: &mut [Vec<Kick>],
-    mut manifolds: Vec<(PairKey, Manifold)>,
+    manifolds: Vec<(PairKey, Manifold)>,
 ) -> Result<bool, String> {
     debug_assert!(!island.asleep);
     if manifolds.is_empty() {
@@ -505,94 +505,7 @@ pub fn step_island_with(
         }
         island.warm.clear();
     } else {
-        let params = SolverParams::new(rules.dt, 1, rules.gravity);
-        let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
-        for (i, &b) in island.bodies.iter().enumerate() {
-            let s = &mut states[i];
-            kicks[i].sort_unstable_by_key(|k| k.other);
-            for k in &kicks[i] {
-                s.velocity += k.dv;
-                s.angular_velocity += k.dw;
-                s.position += k.dp;
-            }
-            bodies.push(SolverBody::new(
-                s.velocity,
-                s.angular_velocity,
-                s.rotation,
-                &rules.masses[b as usize],
-            ));
-        }
-        let stand_in = island.bodies.len() as u32;
-        bodies.push(SolverBody::STATIC);
-        let local = |b: BodyId| island.bodies.binary_search(&b).expect("own body") as u32;
-        let count: u32 = manifolds.iter().map(|(_, m)| m.count).sum();
-        let mut points = vec![ConstraintPoint::default(); count as usize];
-        let mut constraints = Vec::with_capacity(manifolds.len());
-        let mut first = 0u32;
-        for (ci, ((a, o), m)) in manifolds.iter().enumerate() {
-            let side = |b: BodyId| ConstraintBody {
-                index: local(b),
-                position: states[local(b) as usize].position,
-                is_static: false,
-                is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
-                inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
-            };
-            // The other side, the mixed materials, and its own rolling resistance (a static
-            // body has none: the contact takes the dynamic body's).
-            let (other, restitution, friction, resistance) = if o & STATIC_SIDE != 0 {
-                let st = rules
-                    .statics
-                    .iter()
-                    .find(|st| st.index == o & !STATIC_SIDE)
-                    .expect("a static contact names a static body");
-                let side = ConstraintBody {
-                    index: stand_in,
-                    position: st.state.position,
-                    is_static: true,
-                    is_round: false,
-                    inv_inertia: 0.0,
-                };
-                (
-                    side,
-                    mix_restitution(rules.restitution[*a as usize], st.restitution),
-                    mix_friction(rules.friction[*a as usize], st.friction),
-                    0.0,
-                )
-            } else {
-                (
-                    side(*o),
-                    mix_restitution(
-                        rules.restitution[*a as usize],
-                        rules.restitution[*o as usize],
-                    ),
-                    mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
-                    rolling_resistance_of(&rules.shapes[*o as usize]),
-                )
-            };
-            constraints.push(ContactConstraint {
-                rolling_resistance: rolling_resistance_of(&rules.shapes[*a as usize])
-                    .max(resistance),
-                ..ContactConstraint::new(
-                    side(*a),
-                    other,
-                    m,
-                    friction,
-                    restitution,
-                    ci as u32,
-                    &mut points,
-                    first,
-                )
-            });
-            first += m.count;
-        }
-        solve_island(&params, &mut bodies, &mut constraints, &mut points);
-        for c in &constraints {
-            c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
-        }
-        for (i, s) in states.iter_mut().enumerate() {
-            bodies[i].apply_to(s);
-        }
-        island.warm = manifolds;
+        solve_contacts(rules, island, states, kicks, manifolds);
     }
     for (&b, s) in island.bodies.iter().zip(states.iter()) {
         if !(s.position.is_finite() && s.velocity.is_finite() && s.angular_velocity.is_finite()) {
@@ -604,11 +517,112 @@ pub fn step_island_with(
         s.velocity.length() + extent * s.angular_velocity.length() <= SLEEP_SPEED
     });
     island.rest_ticks = if resting { island.rest_ticks + 1 } else { 0 };
-    if island.rest_ticks >= ticks_to_sleep(rules) {
+    // (`ticks_to_sleep` is at least 1: a moving island need not work it out.)
+    if island.rest_ticks > 0 && island.rest_ticks >= ticks_to_sleep(rules) {
         island.asleep = true;
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Rules 3 and 4 of an island with contacts: kicks, then one solver step of its bodies and
+/// contacts; keeps the contacts, with their impulses, as the island's warm start. (Out of line:
+/// most steps have no contact, and are cheaper without this one's frame.)
+#[inline(never)]
+fn solve_contacts(
+    rules: &Rules,
+    island: &mut Island,
+    states: &mut [BodyState],
+    kicks: &mut [Vec<Kick>],
+    mut manifolds: Vec<(PairKey, Manifold)>,
+) {
+    let params = SolverParams::new(rules.dt, 1, rules.gravity);
+    let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
+    for (i, &b) in island.bodies.iter().enumerate() {
+        let s = &mut states[i];
+        kicks[i].sort_unstable_by_key(|k| k.other);
+        for k in &kicks[i] {
+            s.velocity += k.dv;
+            s.angular_velocity += k.dw;
+            s.position += k.dp;
+        }
+        bodies.push(SolverBody::new(
+            s.velocity,
+            s.angular_velocity,
+            s.rotation,
+            &rules.masses[b as usize],
+        ));
+    }
+    let stand_in = island.bodies.len() as u32;
+    bodies.push(SolverBody::STATIC);
+    let local = |b: BodyId| island.bodies.binary_search(&b).expect("own body") as u32;
+    let count: u32 = manifolds.iter().map(|(_, m)| m.count).sum();
+    let mut points = vec![ConstraintPoint::default(); count as usize];
+    let mut constraints = Vec::with_capacity(manifolds.len());
+    let mut first = 0u32;
+    for (ci, ((a, o), m)) in manifolds.iter().enumerate() {
+        let side = |b: BodyId| ConstraintBody {
+            index: local(b),
+            position: states[local(b) as usize].position,
+            is_static: false,
+            is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
+            inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
+        };
+        // The other side, the mixed materials, and its own rolling resistance (a static
+        // body has none: the contact takes the dynamic body's).
+        let (other, restitution, friction, resistance) = if o & STATIC_SIDE != 0 {
+            let st = rules
+                .statics
+                .iter()
+                .find(|st| st.index == o & !STATIC_SIDE)
+                .expect("a static contact names a static body");
+            let side = ConstraintBody {
+                index: stand_in,
+                position: st.state.position,
+                is_static: true,
+                is_round: false,
+                inv_inertia: 0.0,
+            };
+            (
+                side,
+                mix_restitution(rules.restitution[*a as usize], st.restitution),
+                mix_friction(rules.friction[*a as usize], st.friction),
+                0.0,
+            )
+        } else {
+            (
+                side(*o),
+                mix_restitution(
+                    rules.restitution[*a as usize],
+                    rules.restitution[*o as usize],
+                ),
+                mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
+                rolling_resistance_of(&rules.shapes[*o as usize]),
+            )
+        };
+        constraints.push(ContactConstraint {
+            rolling_resistance: rolling_resistance_of(&rules.shapes[*a as usize]).max(resistance),
+            ..ContactConstraint::new(
+                side(*a),
+                other,
+                m,
+                friction,
+                restitution,
+                ci as u32,
+                &mut points,
+                first,
+            )
+        });
+        first += m.count;
+    }
+    solve_island(&params, &mut bodies, &mut constraints, &mut points);
+    for c in &constraints {
+        c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
+    }
+    for (i, s) in states.iter_mut().enumerate() {
+        bodies[i].apply_to(s);
+    }
+    island.warm = manifolds;
 }
 
 #[cfg(test)]
