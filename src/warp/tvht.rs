@@ -1091,13 +1091,9 @@ impl Drop for Tvht {
         let empty = Table::with_class(self.table.backend(), 0, self.table.class(), |_| {
             unreachable!("an empty table has no slot")
         });
-        let mut held = std::collections::HashMap::new();
-        std::mem::replace(&mut self.table, empty).into_each(|b| {
-            for r in &b.runs {
-                *held.entry(r.entries).or_insert(0) += 1;
-            }
-        });
-        for (r, n) in held {
+        let mut buckets = Vec::with_capacity(self.table.len());
+        std::mem::replace(&mut self.table, empty).into_each(|b| buckets.push(b));
+        for (r, n) in holders(&buckets) {
             r.drop_holds_at_drop(n);
         }
     }
