@@ -1248,12 +1248,14 @@ impl Tvht {
         }
         let lo = [floor_i32(smin.x), floor_i32(smin.y), floor_i32(smin.z)];
         let hi = [floor_i32(smax.x), floor_i32(smax.y), floor_i32(smax.z)];
-        let cells: u64 = (0..3).map(|i| (hi[i] - lo[i]) as u64 + 1).product();
-        if cells > self.max_cells as u64 {
+        // A side is at most 2^31 cells, so three make up to 2^93: counted in u128 (in u64 the
+        // product wrapped, and 2^64 cells passed for none).
+        let cells: u128 = (0..3).map(|i| (hi[i] - lo[i]) as u128 + 1).product();
+        if cells > self.max_cells as u128 {
             return Err(TvhtError::TooManyCells {
                 body,
                 tick,
-                cells,
+                cells: u64::try_from(cells).unwrap_or(u64::MAX),
                 max: self.max_cells,
             });
         }
@@ -2592,6 +2594,20 @@ mod tests {
             t.write(2, 0, &[huge]),
             Err(TvhtError::TooManyCells { .. })
         ));
+        // 2^22 x 2^21 x 2^21 cells: 2^64, which a product in u64 took to 0 (a panic in a
+        // debug build, and in a release build a box accepted as covering no cells).
+        let mut vast = a;
+        vast.aabb.min = Vec3::ZERO;
+        vast.aabb.max = Vec3::new(4_194_303.5, 2_097_151.5, 2_097_151.5);
+        assert_eq!(
+            t.write(2, 0, &[vast]),
+            Err(TvhtError::TooManyCells {
+                body: 1,
+                tick: 0,
+                cells: u64::MAX,
+                max: 64
+            })
+        );
         let far = cube(3, Vec3::splat(2.0e9), 0.5);
         assert!(matches!(
             t.write(2, 0, &[far]),
