@@ -48,7 +48,9 @@
 //! the batch are then never looked at tick by tick. And it puts its own entries in its buckets
 //! at the end, a run's bits at once per bucket, not one bit per tick (nothing in the section
 //! looks for the writer's own entries in between). The two took 8% off the instructions of
-//! `parallel` and 4-5% off `bouncing` and `cylinders`.
+//! `parallel` and 4-5% off `bouncing` and `cylinders`. When no bucket has a run to meet, nor a
+//! sleep record, the section puts the entries in without looking at any step (away from
+//! contacts, the common case: a tenth of a `parallel` run's instructions went to those looks).
 //!
 //! ## Exactly once
 //!
@@ -1035,6 +1037,13 @@ impl Others {
         o
     }
 
+    /// Whether no bucket of the section has runs to meet, nor sleep records: no step of the
+    /// request can meet anything.
+    #[inline]
+    fn none(&self) -> bool {
+        self.runs.is_empty() && !self.sleepers
+    }
+
     /// Whether no bucket of plan `p` has runs to meet.
     #[inline]
     fn quiet(&self, p: &Plan) -> bool {
@@ -1485,6 +1494,21 @@ impl Tvht {
             }
             let others = Others::of(view, entity, (tmin, tmax), &runs.all, &planned, sleepers);
             let mut holds = Holds::new(&runs);
+            if others.none() {
+                // Nothing in these buckets can meet the request (the common case away from
+                // contacts): every step is written and meets nothing, so only its entries are
+                // put in, without a look per step (`write_one` per tick was 10% of a
+                // `parallel` run's instructions, most of it its own call).
+                let mut k = 0;
+                for (_, ps) in planned.per_step(steps) {
+                    for (j, &p) in ps.iter().enumerate() {
+                        holds.add(view, (j, p), (&runs, runs.slots[k]), &planned);
+                        k += 1;
+                    }
+                }
+                let added = holds.flush(view, &runs, &planned);
+                return Ok((steps.len(), Vec::new(), added, dropped));
+            }
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
                 let found = self.write_one(
