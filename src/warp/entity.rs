@@ -81,7 +81,7 @@ use super::island_log::IslandLog;
 use super::lead::Lead;
 use super::message::{Instance, Msg};
 use super::rules::{Kick, Rules};
-use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry};
+use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry, WriteBuffers};
 use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
 use crate::geometry::{Aabb, Manifold};
@@ -177,6 +177,8 @@ pub struct Scratch {
     kicks: Vec<Vec<Kick>>,
     /// The states computed by a step, as TVHT entries (`bodies.len()` per tick).
     entries: Vec<BodyEntry>,
+    /// What a TVHT write works in.
+    tvht: WriteBuffers,
 }
 
 /// A message sent and not acked yet, as an entity keeps it.
@@ -988,9 +990,13 @@ impl Entity {
             env.rules
                 .in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
         };
-        let result = env
-            .tvht
-            .write_steps_until(self.id, self.next_tag, &steps, touch);
+        let result = env.tvht.write_steps_buffered(
+            &mut self.scratch.tvht,
+            self.id,
+            self.next_tag,
+            &steps,
+            touch,
+        );
         drop(steps);
         let (written, found) = result.map_err(|e| e.to_string())?;
         for (i, b) in new.iter().take(written * nb).enumerate() {

@@ -320,7 +320,11 @@ pub enum TvhtError {
     },
     /// The tick is before the table's floor (behind GVT).
     BehindFloor { tick: Tick, floor: Tick },
-    /// The body already has an entry at this tick (or is named twice in one request).
+    /// The body already has an entry at this tick (or is named twice in one request). Found
+    /// when the entry there shares a bucket with the new one, as a tick written again with
+    /// the same box does; one in other cells is not seen (the table keeps no index by body:
+    /// the engine deletes a tick before it writes it again, and `validate` reports two
+    /// different copies of an entry).
     Duplicate { body: BodyId, tick: Tick },
     /// A delete named an entry that the table does not hold for this entity.
     NotFound {
@@ -715,6 +719,7 @@ impl Plan {
 /// the plans' buckets, and the request's (tick, body) pairs, sorted. A body whose cells and
 /// time slice stay the same from one step to the next keeps its plan: a batch of consecutive
 /// ticks has a plan per time slice or cell change, not per tick.
+#[derive(Default)]
 struct Planned {
     /// The distinct plans, in order of first use.
     plans: Vec<Plan>,
@@ -777,6 +782,35 @@ impl Planned {
     }
 }
 
+/// The vectors a write request plans and makes its runs in, kept by a writer from one request
+/// to the next ([`Tvht::write_steps_buffered`]; the engine keeps one per worker): emptied,
+/// with their room. (Made and freed for every request, they were ten allocations a write,
+/// 1.5% of a `parallel` run's instructions.)
+#[derive(Default)]
+pub struct WriteBuffers {
+    planned: Planned,
+    prev: Vec<u32>,
+    slots: Vec<(usize, usize)>,
+    open_runs: Vec<(usize, BodyId, Tick)>,
+    open: Vec<usize>,
+    runs: Vec<RunRef>,
+    bounds: Vec<Aabb>,
+}
+
+/// Takes `v` out of its buffer, emptied.
+fn emptied<T>(v: &mut Vec<T>) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v
+}
+
+impl WriteBuffers {
+    /// Takes back a request's plans' vectors.
+    fn keep_planned(&mut self, p: Planned) {
+        self.planned = p;
+    }
+}
+
 /// A write request's entries in runs (see "Runs" in the module documentation): each body's
 /// entries at consecutive ticks, at most [`RUN_TICKS`] of them, share one allocation. Each
 /// run is made with a hold for the request and one for each bucket of its section (see
@@ -805,6 +839,24 @@ impl Runs<'_> {
     }
 }
 
+impl Runs<'_> {
+    /// Settles every run's holds (see [`Runs`]).
+    fn settle(&mut self) {
+        for (i, r) in self.runs.drain(..).enumerate() {
+            let taken = self.taken.get(i).map_or(0, |&n| n as usize);
+            r.settle(self.reserved, taken, self.graveyard);
+        }
+    }
+
+    /// Settles the runs and gives the vectors back to `bufs`.
+    fn finish(mut self, bufs: &mut WriteBuffers) {
+        self.settle();
+        bufs.runs = std::mem::take(&mut self.runs);
+        bufs.slots = std::mem::take(&mut self.slots);
+        bufs.bounds = std::mem::take(&mut self.bounds);
+    }
+}
+
 impl Drop for Runs<'_> {
     fn drop(&mut self) {
         // A section that panicked may have put runs in buckets it changed in place (locks):
@@ -813,10 +865,7 @@ impl Drop for Runs<'_> {
         if std::thread::panicking() {
             return;
         }
-        for (i, r) in self.runs.drain(..).enumerate() {
-            let taken = self.taken.get(i).map_or(0, |&n| n as usize);
-            r.settle(self.reserved, taken, self.graveyard);
-        }
+        self.settle();
     }
 }
 
@@ -831,15 +880,16 @@ fn runs_of<'g>(
     first_tag: u64,
     steps: &[Step<'_>],
     (reserved, graveyard): (usize, &'g Graveyard),
+    bufs: &mut WriteBuffers,
 ) -> Runs<'g> {
     let n = steps.iter().map(|s| s.bodies.len()).sum();
-    let mut slots = Vec::with_capacity(n);
+    let mut slots = emptied(&mut bufs.slots);
+    slots.reserve(n);
     // Per run: its length so far and the (body, tick) of its last entry.
-    let width = steps.first().map_or(0, |s| s.bodies.len());
-    let mut open_runs: Vec<(usize, BodyId, Tick)> = Vec::with_capacity(width);
+    let mut open_runs = emptied(&mut bufs.open_runs);
     // The run of the body at each place of the step before (a group lists its bodies in the
     // same order at every step).
-    let mut open: Vec<usize> = Vec::with_capacity(width);
+    let mut open = emptied(&mut bufs.open);
     for s in steps {
         for (j, b) in s.bodies.iter().enumerate() {
             let run = match open.get(j).copied() {
@@ -877,11 +927,12 @@ fn runs_of<'g>(
             asleep: b.asleep,
         }
     };
-    let runs = if open_runs.len() == 1 && steps.len() == n {
+    let mut runs = emptied(&mut bufs.runs);
+    if open_runs.len() == 1 && steps.len() == n {
         // One body at every step (every entity without contact groups): the request is its
         // run, in order, with no places to look up (the general path below costs 2% more of
         // a `parallel` run's instructions).
-        vec![RunRef::new((0..n).map(|i| entry(i, 0)).collect(), reserved)]
+        runs.push(RunRef::new((0..n).map(|i| entry(i, 0)).collect(), reserved));
     } else {
         // Each run's (step, place) pairs, runs one after another.
         let mut at: Vec<usize> = Vec::with_capacity(open_runs.len() + 1);
@@ -900,28 +951,26 @@ fn runs_of<'g>(
                 k += 1;
             }
         }
-        at.windows(2)
-            .map(|w| {
-                RunRef::new(
-                    places[w[0]..w[1]]
-                        .iter()
-                        .map(|&(i, j)| entry(i, j))
-                        .collect(),
-                    reserved,
-                )
-            })
-            .collect()
-    };
-    let bounds: Vec<Aabb> = runs
-        .iter()
-        .map(|r: &RunRef| {
-            r.entries()
-                .iter()
-                .map(|e| e.aabb)
-                .reduce(|a, b| a.merge(&b))
-                .expect("a run has an entry")
-        })
-        .collect();
+        runs.extend(at.windows(2).map(|w| {
+            RunRef::new(
+                places[w[0]..w[1]]
+                    .iter()
+                    .map(|&(i, j)| entry(i, j))
+                    .collect(),
+                reserved,
+            )
+        }));
+    }
+    bufs.open_runs = open_runs;
+    bufs.open = open;
+    let mut bounds = emptied(&mut bufs.bounds);
+    bounds.extend(runs.iter().map(|r: &RunRef| {
+        r.entries()
+            .iter()
+            .map(|e| e.aabb)
+            .reduce(|a, b| a.merge(&b))
+            .expect("a run has an entry")
+    }));
     let all = bounds
         .iter()
         .copied()
@@ -1338,17 +1387,22 @@ impl Tvht {
     /// Writes below the floor are refused; deletes there are allowed (the entries may be
     /// gone, which is then reported as `NotFound`).
     /// Also returns the request's (tick, body) pairs, sorted.
-    fn plan_steps(&self, steps: &[Step<'_>], check_floor: bool) -> Result<Planned, TvhtError> {
+    fn plan_steps(
+        &self,
+        steps: &[Step<'_>],
+        check_floor: bool,
+        bufs: &mut WriteBuffers,
+    ) -> Result<Planned, TvhtError> {
         let floor = self.floor();
         let bodies: usize = steps.iter().map(|s| s.bodies.len()).sum();
-        let mut seen: Vec<(Tick, BodyId)> = Vec::with_capacity(bodies);
-        // About a plan per body per time slice.
-        let width = steps.first().map_or(0, |s| s.bodies.len());
-        let mut plans: Vec<Plan> = Vec::with_capacity(4 * width);
-        let mut uses: Vec<u32> = Vec::with_capacity(bodies);
-        let mut keys = Vec::with_capacity(64);
+        let mut seen = emptied(&mut bufs.planned.seen);
+        seen.reserve(bodies);
+        let mut plans = emptied(&mut bufs.planned.plans);
+        let mut uses = emptied(&mut bufs.planned.uses);
+        uses.reserve(bodies);
+        let mut keys = emptied(&mut bufs.planned.keys);
         // The plan of the body at each place of the step before.
-        let mut prev: Vec<u32> = Vec::with_capacity(width);
+        let mut prev = emptied(&mut bufs.prev);
         for s in steps {
             if check_floor && s.tick < floor {
                 return Err(TvhtError::BehindFloor {
@@ -1405,13 +1459,16 @@ impl Tvht {
                 });
             }
         }
-        let mut sorted = keys.clone();
+        bufs.prev = prev;
+        let mut sorted = emptied(&mut bufs.planned.sorted);
+        sorted.extend_from_slice(&keys);
         sorted.sort_unstable();
         sorted.dedup();
-        let at = keys
-            .iter()
-            .map(|k| sorted.binary_search(k).expect("a key of the request"))
-            .collect();
+        let mut at = emptied(&mut bufs.planned.at);
+        at.extend(
+            keys.iter()
+                .map(|k| sorted.binary_search(k).expect("a key of the request")),
+        );
         Ok(Planned {
             plans,
             uses,
@@ -1481,7 +1538,20 @@ impl Tvht {
         steps: &[Step<'_>],
         stops: impl Fn(&Contact) -> bool,
     ) -> Result<(usize, Vec<Contact>), TvhtError> {
-        let planned = self.plan_steps(steps, true)?;
+        let mut bufs = WriteBuffers::default();
+        self.write_steps_buffered(&mut bufs, entity, first_tag, steps, stops)
+    }
+
+    /// [`Tvht::write_steps_until`] in a writer's buffers (see [`WriteBuffers`]).
+    pub fn write_steps_buffered(
+        &self,
+        bufs: &mut WriteBuffers,
+        entity: EntityId,
+        first_tag: u64,
+        steps: &[Step<'_>],
+        stops: impl Fn(&Contact) -> bool,
+    ) -> Result<(usize, Vec<Contact>), TvhtError> {
+        let planned = self.plan_steps(steps, true, bufs)?;
         let seen = &planned.seen;
         // The request's body and tick ranges: an entry outside them cannot be one of the
         // request's pairs (cheap tests before the search; most entries of a bucket are of
@@ -1495,7 +1565,7 @@ impl Tvht {
             .fold((BodyId::MAX, 0), |(lo, hi), &(_, b)| (lo.min(b), hi.max(b)));
         let floor = self.floor();
         let reserved = planned.sorted.len();
-        let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard));
+        let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard), bufs);
         let out = self.section(&planned.sorted, |view| {
             // Check everything before changing anything: one pass over each bucket, which
             // also learns whether any holds a sleep record (most sections meet none: then
@@ -1572,9 +1642,9 @@ impl Tvht {
             let added = holds.flush(view, &runs, &planned);
             Ok((steps.len(), met, added, dropped))
         });
-        out.map(|(n, mut c, added, dropped)| {
-            // The section committed: its runs' holds settle when `runs` is dropped, by what
-            // the buckets took; let go of the holds of the runs it dropped.
+        let written = out.map(|(n, mut c, added, dropped)| {
+            // The section committed: its runs' holds settle by what the buckets took; let go
+            // of the holds of the runs it dropped.
             runs.taken = added;
             self.release_all(dropped);
             if n > 0 {
@@ -1590,7 +1660,10 @@ impl Tvht {
             }
             c.sort_unstable_by_key(Contact::key);
             (n, c)
-        })
+        });
+        runs.finish(bufs);
+        bufs.keep_planned(planned);
+        written
     }
 
     /// Writes one step inside a section (its entries are those of `runs` from the `from`th
@@ -1695,7 +1768,7 @@ impl Tvht {
         entity: EntityId,
         steps: &[Step<'_>],
     ) -> Result<Vec<Contact>, TvhtError> {
-        let planned = self.plan_steps(steps, false)?;
+        let planned = self.plan_steps(steps, false, &mut WriteBuffers::default())?;
         let out = self.section(&planned.keys, |view| {
             for (s, ps) in planned.per_step(steps) {
                 for (b, p) in s.bodies.iter().zip(ps.iter().map(|&i| planned.plan(i))) {
@@ -2767,6 +2840,78 @@ mod tests {
         assert_eq!(c.iter().map(Contact::key).collect::<Vec<_>>(), [key(1)]);
         assert_eq!(t.contacts(), [key(1)]);
         t.validate_at_rest().unwrap();
+    }
+
+    /// A writer's buffers carry nothing from one request to the next: requests of one body
+    /// and of groups of changing sizes, some refused (duplicates, a NaN box), written through
+    /// one set of buffers, leave the table as fresh buffers do, with the same answers.
+    #[test]
+    fn a_writers_buffers_carry_nothing_over() {
+        for &be in Backend::COMPILED {
+            let (fresh, reused) = (
+                Tvht::new(be, config(16)).unwrap(),
+                Tvht::new(be, config(16)).unwrap(),
+            );
+            let mut bufs = WriteBuffers::default();
+            let mut rng = crate::scene::SplitMix64::new(7);
+            let mut next = |n: u64| rng.next_u64() % n;
+            let mut lvt = [0u64; 4];
+            let mut last: [Option<Vec<BodyEntry>>; 4] = Default::default();
+            let mut refused = 0;
+            for round in 0..300 {
+                let entity = next(4) as EntityId;
+                // Entity e has bodies 10 e .. 10 e + 3; a request names 1 to 4 of them.
+                let width = 1 + next(4) as usize;
+                let ticks = 1 + next(6);
+                let mut steps_bodies = Vec::new();
+                for k in 0..ticks {
+                    let bodies: Vec<BodyEntry> = (0..width)
+                        .map(|j| {
+                            let c = Vec3::new(
+                                next(6) as f32 * 0.5,
+                                (lvt[entity as usize] + k) as f32 * 0.1,
+                                j as f32 * 0.9,
+                            );
+                            let mut b = cube(10 * entity as BodyId + j as BodyId, c, 0.4);
+                            if next(50) == 0 {
+                                b.aabb.max.y = f32::NAN;
+                            }
+                            b
+                        })
+                        .collect();
+                    steps_bodies.push(bodies);
+                }
+                // Now and then a request starts with the entity's last step again: a
+                // duplicate, refused in the section (the same boxes, so the same buckets).
+                let mut first = lvt[entity as usize] + 1;
+                if let (0, Some(l)) = (next(8), &last[entity as usize]) {
+                    steps_bodies.insert(0, l.clone());
+                    first -= 1;
+                }
+                let steps: Vec<Step<'_>> = steps_bodies
+                    .iter()
+                    .enumerate()
+                    .map(|(k, bodies)| Step {
+                        tick: first + k as Tick,
+                        bodies,
+                    })
+                    .collect();
+                let stops = |c: &Contact| c.tick() % 3 == 0;
+                let a = fresh.write_steps_until(entity, round, &steps, stops);
+                let b = reused.write_steps_buffered(&mut bufs, entity, round, &steps, stops);
+                assert_eq!(a, b, "round {round}");
+                refused += usize::from(a.is_err());
+                if let Ok((n, _)) = a {
+                    lvt[entity as usize] = first + n as Tick - 1;
+                    last[entity as usize] = Some(steps_bodies[n - 1].clone());
+                }
+            }
+            assert_eq!(fresh.entries(), reused.entries());
+            assert_eq!(fresh.contacts(), reused.contacts());
+            assert!(!fresh.contacts().is_empty(), "the writes met each other");
+            assert!(refused > 20, "{refused} requests refused");
+            reused.validate_at_rest().unwrap();
+        }
     }
 
     #[test]
