@@ -210,7 +210,8 @@ impl Graveyard {
             // (`tests/warp_memory.rs` failed). Flushed every time it stays at 74 MiB (76 MiB
             // with the `Arc` runs before); every 4th or 16th time, at 82-86 MiB. The time the
             // flushes take was within this machine's noise (cylinders and bouncing 2000, 1
-            // and 2 workers), until runs were retired one at a time (see `RunRef::release`).
+            // and 2 workers), but one per run was 3.5% of a `parallel` run's instructions: a
+            // section's or a sweep's runs are retired together (see `RunRef::release`).
             guard.flush();
         }
         #[cfg(loom)]
