@@ -1448,21 +1448,19 @@ impl Tvht {
                 // ([`Plan::keeps`]: `cell_range` for every box, its casts checked for NaN and
                 // saturated, was 7% of a `parallel` run's instructions).
                 let (smin, smax) = (b.aabb.min * self.inv_cell, b.aabb.max * self.inv_cell);
-                let kept = prev.get(j).copied().filter(|&i| {
+                let before = prev.get(j).copied().filter(|&i| {
                     let p = &plans[i as usize];
-                    p.body == b.body && p.slice == slice && p.keeps(&b.aabb, smin, smax)
+                    p.body == b.body && p.slice == slice
                 });
-                let plan = match kept {
-                    Some(i) => i,
-                    None => {
+                let plan = match before {
+                    Some(i) if plans[i as usize].keeps(&b.aabb, smin, smax) => i,
+                    _ => {
                         let (lo, hi) = self.cell_range(b.body, s.tick, &b.aabb)?;
-                        let same = prev.get(j).copied().filter(|&i| {
-                            let p = &plans[i as usize];
-                            p.body == b.body && p.lo == lo && p.hi == hi && p.slice == slice
-                        });
-                        match same {
-                            Some(i) => i,
-                            None => {
+                        match before {
+                            Some(i) if (plans[i as usize].lo, plans[i as usize].hi) == (lo, hi) => {
+                                i
+                            }
+                            _ => {
                                 plans.push(self.plan_into(b.body, s.tick, (lo, hi), &mut keys));
                                 (plans.len() - 1) as u32
                             }
