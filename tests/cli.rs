@@ -505,7 +505,7 @@ fn full_window_keeps_the_frames_and_is_a_warp_engine_option() {
     let full = bouncing_20(dir.path(), &["--full-window"]);
     assert!(lead.contains(" of window 256 at the end"), "{lead}");
     assert!(
-        full.contains("(lead 256 of window 256 at the end; raised 0, lowered 0 times)"),
+        full.contains("(lead 256 of window 256 at the end; raised 0, lowered 0 times, floor tightened 0 times)"),
         "{full}"
     );
     assert_eq!(checksum_line(&lead), checksum_line(&full));

@@ -135,7 +135,7 @@ impl fmt::Display for RunSummary {
                 } + &retries_by_class(&w.by_class);
                 write!(
                     f,
-                    "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks (lead {} of window {} at the end; raised {}, lowered {} times)",
+                    "antievents {}, rolled-back ticks {}, TVHT writes {}, STM abort ratio {}, mean LVT - GVT {:.1} ticks (lead {} of window {} at the end; raised {}, lowered {} times, floor tightened {} times)",
                     w.antievents,
                     w.rolled_back_ticks,
                     w.tvht_writes,
@@ -144,7 +144,8 @@ impl fmt::Display for RunSummary {
                     w.lead.lead,
                     w.window,
                     w.lead.raised,
-                    w.lead.lowered
+                    w.lead.lowered,
+                    w.lead.tightened
                 )?;
                 if w.groups {
                     write!(
@@ -245,6 +246,7 @@ mod tests {
                     lead: 64,
                     raised: 2,
                     lowered: 1,
+                    tightened: 1,
                 },
                 ..Default::default()
             }),
@@ -253,7 +255,7 @@ mod tests {
         let text = s.to_string();
         assert!(text.contains("events 12, rollbacks 3, STM commits 990, aborts 10"));
         assert!(text.contains(
-            "antievents 4, rolled-back ticks 57, TVHT writes 1000, STM abort ratio 0.0100, mean LVT - GVT 12.2 ticks (lead 64 of window 256 at the end; raised 2, lowered 1 times)"
+            "antievents 4, rolled-back ticks 57, TVHT writes 1000, STM abort ratio 0.0100, mean LVT - GVT 12.2 ticks (lead 64 of window 256 at the end; raised 2, lowered 1 times, floor tightened 1 times)"
         ));
         assert!(!text.contains("islands in the last frame"));
     }

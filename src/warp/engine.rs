@@ -110,7 +110,7 @@ pub struct WarpConfig {
     pub window: Option<u64>,
     /// Whether entities may speculate as far as the window at all times (the paper's fixed
     /// window), rather than as far as the run's adaptive lead ([`super::lead`]: from
-    /// [`super::lead::LEAD_FLOOR`] ticks, longer while workers starve). Frames are the same
+    /// 32 or 64 ticks, as rollbacks are frequent or rare, longer while workers starve). Frames are the same
     /// either way; only speed and memory differ.
     pub full_window: bool,
     /// Test-only schedule perturbation (see "Chaos" in the module documentation): `Some(seed)`
@@ -1132,7 +1132,7 @@ pub fn run_warp_from_with(
     let lead = if config.full_window {
         Lead::fixed(window)
     } else {
-        Lead::new(window)
+        Lead::new(window, n)
     };
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();

@@ -26,14 +26,14 @@
 //!   newest first; truncate the state queue to `s_r`. The recursion of the paper happens
 //!   across entities: the antievents make their receivers roll back in turn.
 //! * **Step** (Algorithms 5 and 6): from `s_LVT` and the contacts at `LVT` compute the states
-//!   up to `LVT_ub` (at most [`BATCH`] ticks a turn), write them into the TVHT in one section,
+//!   up to `LVT_ub` (at most [`BATCH`] ticks a turn, or the lead's floor), write them into the TVHT in one section,
 //!   which stops at the first tick that meets a contact that is a collision (rules in
 //!   [`super::rules`]; boxes that overlap while the bodies do not touch are recorded and
 //!   passed: they change nothing). Every such collision becomes an event to the other body and
 //!   a pending ack. The states computed past that tick are thrown away, so the batch adapts: after a write that
 //!   stopped at its `i`-th tick the next batch is `i` ticks, after a full write it doubles (up
 //!   to [`BATCH`]). A body resting on another meets a contact every tick: it then computes
-//!   one tick a turn instead of 32 and its section names the buckets of one tick, not of three
+//!   one tick a turn instead of 64 and its section names the buckets of one tick, not of three
 //!   slices. Only a matter of speed, like `reach`: a committed state does not depend on how
 //!   many ticks anyone computed ahead. A group steps by the rules of [`super::group_rules`]
 //!   (its own contacts solved together by the island solver; kicks from other groups).
@@ -88,8 +88,12 @@ use crate::geometry::{Aabb, Manifold};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-/// At most this many ticks are computed and written per turn, so that messages are read often.
-pub const BATCH: u64 = 32;
+/// At most this many ticks are computed and written per turn, so that messages are read often;
+/// and at most the lead's floor ([`Lead::floor`]: 64 ticks, 32 while many ticks are rolled
+/// back). A turn costs about ten thousand instructions besides its ticks: batches of 64
+/// rather than 32 took 13% off the instructions of `parallel` (see "Rollbacks" in
+/// [`super::lead`]).
+pub const BATCH: u64 = 64;
 
 /// A change of groups is made before its tick is committed only if that tick is less than
 /// this many ticks ahead of the GVT (see "Speculative changes"): further ahead, the change was
@@ -634,6 +638,7 @@ impl Entity {
         }
         self.stats.rollbacks += 1;
         self.stats.rolled_back_ticks += lvt - r;
+        env.lead.rolled_back((lvt - r) * self.bodies.len() as u64);
         Ok(())
     }
 
@@ -685,7 +690,7 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
         let lvt = self.lvt();
-        let n = (ub - lvt).min(self.batch);
+        let n = (ub - lvt).min(self.batch).min(env.lead.floor());
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(1, Vec::new);
@@ -730,7 +735,7 @@ impl Entity {
         let lvt = self.lvt();
         let rules = env.rules;
         let nb = self.bodies.len();
-        let n = (ub - lvt).min(self.batch);
+        let n = (ub - lvt).min(self.batch).min(env.lead.floor());
         let at = self.at(lvt);
         let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
         // `isl` is the island of the last tick computed, shared with the ticks before it that

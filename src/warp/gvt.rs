@@ -38,8 +38,8 @@
 //! and its frame ticks' states are kept in groups of 8 bodies (see "States"); each chunk, each
 //! counter and each group is one slot of one [`Table`] of the [`sync`](crate::sync) seam, and
 //! a chunk or counter slot knows which block it holds (`base`) and how many of its ticks are
-//! committed (`done`). An entity that records a batch of 32
-//! ticks thus names two or three slots, not 32: under the STM each is copied and written back
+//! committed (`done`). An entity that records a batch of 64
+//! ticks thus names four or five slots, not 64: under the STM each is copied and written back
 //! as a new allocation, and under locks each is a mutex (blocks took a tenth off the STM's
 //! instructions on `parallel`, and its 2-thread runs 1.1x faster). Inside the section a record
 //! works a chunk and a block at a time, not a body and a tick: a tick's bodies of one chunk

@@ -19,9 +19,9 @@
 //!   workers, the others have nothing to do but wait. That is what a long window is for (the
 //!   paper's slack), and it matters more the more workers there are.
 //!
-//! So the engine keeps a **lead**, between [`LEAD_FLOOR`] (or the window, if smaller) and the
-//! window, that entities use instead of the window, and adapts it to the one signal that says
-//! it is too short: a worker that finds no entity to run, after it has looked for a while
+//! So the engine keeps a **lead**, between a floor ([`LEAD_TIGHT`] or [`LEAD_FLOOR`], or the
+//! window if smaller; see "Rollbacks") and the window, that entities use instead of the
+//! window, and raises it on the one signal that says it is too short: a worker that finds no entity to run, after it has looked for a while
 //! (its back-off completed), doubles it ([`Lead::starved`]), but not again before the GVT has
 //! moved a lead past the last doubling (until then the entities have not run into the room it
 //! gave them), however many workers starve. After [`CALM_TICKS`] of GVT without such a worker
@@ -34,6 +34,37 @@
 //! from 32 to the window; over `bouncing` 500's 120 s it was raised 335 times and lowered 334,
 //! and the peak resident set rose with each new high, +18% from 20 s to 120 s.)
 //!
+//! ## Rollbacks
+//!
+//! The floor itself moves between two values. A turn costs about ten thousand instructions
+//! besides its ticks (the TVHT's section and its sweep, the GVT records, the scheduling), so
+//! where nothing collides entities should step far in few turns; where bodies collide, every
+//! tick further ahead is a tick more to roll back when an event comes from the past. So the
+//! lead measures the share of the work that is rolled back: each entity's rollback reports its
+//! rolled-back body-ticks ([`Lead::rolled_back`]), and at the end of every stretch of
+//! [`MEASURED_TICKS`] of GVT ([`Lead::settle`]) that count is set against the body-ticks the
+//! GVT passed. More than one in [`TIGHTEN`] makes the floor [`LEAD_TIGHT`] (32 ticks) for the
+//! rest of the run and halves the lead down to it at once; until then, a stretch with fewer
+//! than one in [`LOOSEN`] makes it [`LEAD_FLOOR`] (64) and raises a lead below it. Collisions
+//! come in bursts, and quiet stretches say little about the next one: loosened again after
+//! four quiet stretches in a row, the floor of `bouncing` 500 went back and forth 33 times in
+//! 120 s (16 in a row: 8-13 times), and its memory with it (`tests/warp_memory.rs`: the peak
+//! resident set grew 7-17% from 20 s to 120 s, against 3-11% with a floor that stays tight).
+//! A run starts tight: the workers of a fresh run all starve at once and double the
+//! lead, which from 64 went to 128 and 256 and rolled back twice as much in the first half
+//! second of `bouncing`. An entity also computes at most the floor's ticks a turn
+//! ([`Lead::floor`], at most [`super::entity::BATCH`]).
+//!
+//! Measured on the 2-core development machine (2026-11-27) against the fixed floor of 32 and
+//! batches of 32 ticks: one worker, callgrind, 500 bodies, `parallel` 13% fewer instructions
+//! (11.6% with contact groups), `cylinders` 4.5%, `bouncing` (tight) and `avalanche` as
+//! before; two workers, N = 2000 over 0.5 s, wall time 0.83-0.87x on `parallel`, 0.91-0.92x
+//! on `cylinders`, within the noise (0.93-1.06x) on `bouncing` (500 over 5 s, 2000 over 0.5
+//! s), `avalanche` 300 and `pyramids` 1100, either backend. It costs memory where the lead is
+//! loose: `parallel` 2000 over 1 s on one worker peaked at 147 MB of resident set against 85
+//! MB. The floor of 64 without the measure rolled back two to three times as many ticks on
+//! `bouncing` and `avalanche` and made `avalanche` 1.13-1.16x slower.
+//!
 //! The lead is one atomic word read with relaxed loads: any value between 1 and the window is
 //! correct (committed frames are bit-identical for any window, DESIGN.md), so no ordering is
 //! needed and no protocol rests on it.
@@ -41,18 +72,42 @@
 use super::Tick;
 use crate::primitive::{AtomicU64, Ordering};
 
-/// The smallest lead (unless the window is smaller): the measurements above put the best fixed
-/// window at 32-64 ticks on every scene on 1 and 2 workers.
-pub const LEAD_FLOOR: Tick = 32;
+/// The smallest lead (unless the window is smaller) while rollbacks are rare (see
+/// "Rollbacks"). The measurements above, made when a turn cost more than its ticks do now, put
+/// the best fixed window at 32-64 ticks on every scene on 1 and 2 workers.
+pub const LEAD_FLOOR: Tick = 64;
+
+/// The smallest lead while they are not, and at the start of a run.
+pub const LEAD_TIGHT: Tick = 32;
 
 /// A lead is halved once the GVT has advanced this many ticks since it last changed or a
 /// worker last starved.
-pub const CALM_TICKS: Tick = 4 * LEAD_FLOOR;
+pub const CALM_TICKS: Tick = 128;
+
+/// The share of rolled-back work is measured over stretches of this many ticks of GVT.
+pub const MEASURED_TICKS: Tick = 64;
+
+/// A measured stretch in which more than one body-tick in `TIGHTEN` of those the GVT passed
+/// was rolled back tightens the lead's floor to [`LEAD_TIGHT`].
+pub const TIGHTEN: u64 = 100;
+
+/// One with fewer than one in `LOOSEN`, before any stretch has tightened it, loosens it to
+/// [`LEAD_FLOOR`].
+pub const LOOSEN: u64 = 400;
 
 /// The lead of one run (see the module documentation).
 pub struct Lead {
     window: Tick,
-    floor: Tick,
+    /// The floor while rollbacks are rare, and while they are not.
+    loose: Tick,
+    tight: Tick,
+    /// Bodies of the run (the rolled-back share is of body-ticks).
+    bodies: u64,
+    /// The floor now: `loose` or `tight`.
+    floor: AtomicU64,
+    /// Body-ticks rolled back since the stretch being measured began, and the GVT then.
+    undone: AtomicU64,
+    measured_from: AtomicU64,
     cap: AtomicU64,
     /// The GVT when the lead last changed or a worker last starved.
     since: AtomicU64,
@@ -61,6 +116,7 @@ pub struct Lead {
     raised_at: AtomicU64,
     raised: AtomicU64,
     lowered: AtomicU64,
+    tightened: AtomicU64,
 }
 
 /// How the lead moved over a run.
@@ -71,31 +127,41 @@ pub struct LeadStats {
     /// Times a starving worker doubled it, and times a calm stretch halved it.
     pub raised: u64,
     pub lowered: u64,
+    /// Times a stretch with many rollbacks tightened its floor.
+    pub tightened: u64,
 }
 
 impl Lead {
-    /// The lead of a run with `window` (taken as 1 if 0), starting at the floor.
-    pub fn new(window: Tick) -> Lead {
-        Lead::with_floor(window, LEAD_FLOOR)
+    /// The lead of a run of `bodies` bodies with `window` (taken as 1 if 0), starting at the
+    /// floor.
+    pub fn new(window: Tick, bodies: usize) -> Lead {
+        Lead::with_floors(window, bodies, LEAD_FLOOR, LEAD_TIGHT)
     }
 
     /// A lead fixed at the window (never moves: for models and tests of the window itself).
     pub fn fixed(window: Tick) -> Lead {
-        Lead::with_floor(window, Tick::MAX)
+        Lead::with_floors(window, 1, Tick::MAX, Tick::MAX)
     }
 
-    /// A lead between `floor` (at most the window) and the window, starting at the floor.
-    fn with_floor(window: Tick, floor: Tick) -> Lead {
+    /// A lead between its floor and the window, starting at `loose`; the floor is `loose` or,
+    /// while many ticks are rolled back, `tight` (each at most the window).
+    fn with_floors(window: Tick, bodies: usize, loose: Tick, tight: Tick) -> Lead {
         let window = window.max(1);
-        let floor = floor.min(window);
+        let (loose, tight) = (loose.min(window), tight.min(window));
         Lead {
             window,
-            floor,
-            cap: AtomicU64::new(floor),
+            loose,
+            tight,
+            bodies: bodies.max(1) as u64,
+            floor: AtomicU64::new(tight),
+            undone: AtomicU64::new(0),
+            measured_from: AtomicU64::new(0),
+            cap: AtomicU64::new(tight),
             since: AtomicU64::new(0),
             raised_at: AtomicU64::new(Tick::MAX),
             raised: AtomicU64::new(0),
             lowered: AtomicU64::new(0),
+            tightened: AtomicU64::new(0),
         }
     }
 
@@ -103,6 +169,13 @@ impl Lead {
     #[inline]
     pub fn get(&self) -> Tick {
         self.cap.load(Ordering::Relaxed)
+    }
+
+    /// The lead's floor now: an entity computes at most this many ticks a turn (see
+    /// "Rollbacks").
+    #[inline]
+    pub fn floor(&self) -> Tick {
+        self.floor.load(Ordering::Relaxed)
     }
 
     /// A worker found no entity to run at GVT `gvt`: doubles the lead, up to the window, unless
@@ -137,18 +210,26 @@ impl Lead {
         }
     }
 
-    /// The GVT is at `gvt`: halves the lead, down to the floor, if it has been calm for
-    /// [`CALM_TICKS`].
+    /// An entity rolled back `body_ticks` (ticks times its bodies).
+    pub fn rolled_back(&self, body_ticks: u64) {
+        self.undone.fetch_add(body_ticks, Ordering::Relaxed);
+    }
+
+    /// The GVT is at `gvt`: at the end of a measured stretch, tightens or loosens the floor by
+    /// the share of the stretch's body-ticks rolled back; halves the lead, down to the floor,
+    /// if it has been calm for [`CALM_TICKS`].
     pub fn settle(&self, gvt: Tick) {
+        self.measure(gvt);
+        let floor = self.floor.load(Ordering::Relaxed);
         let cap = self.get();
         let since = self.since.load(Ordering::Relaxed);
-        if cap > self.floor
+        if cap > floor
             && gvt >= since.saturating_add(CALM_TICKS)
             && self
                 .cap
                 .compare_exchange(
                     cap,
-                    (cap / 2).max(self.floor),
+                    (cap / 2).max(floor),
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 )
@@ -159,12 +240,45 @@ impl Lead {
         }
     }
 
+    /// Ends the stretch being measured if it is [`MEASURED_TICKS`] long (only one caller does):
+    /// many rollbacks in it tighten the floor for good and halve the lead down to it at once;
+    /// few, in a run never tightened, loosen it and raise a lead below it.
+    fn measure(&self, gvt: Tick) {
+        let from = self.measured_from.load(Ordering::Relaxed);
+        if gvt < from.saturating_add(MEASURED_TICKS)
+            || self
+                .measured_from
+                .compare_exchange(from, gvt, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let undone = self.undone.swap(0, Ordering::Relaxed);
+        let passed = self.bodies.saturating_mul(gvt - from);
+        if undone.saturating_mul(TIGHTEN) > passed {
+            if self.floor.swap(self.tight, Ordering::Relaxed) != self.tight {
+                self.tightened.fetch_add(1, Ordering::Relaxed);
+            }
+            let tight = self.tight;
+            let halved = |cap: Tick| (cap > tight).then(|| (cap / 2).max(tight));
+            let _ = self
+                .cap
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, halved);
+        } else if undone.saturating_mul(LOOSEN) < passed
+            && self.tightened.load(Ordering::Relaxed) == 0
+        {
+            self.floor.store(self.loose, Ordering::Relaxed);
+            self.cap.fetch_max(self.loose, Ordering::Relaxed);
+        }
+    }
+
     /// How it moved.
     pub fn stats(&self) -> LeadStats {
         LeadStats {
             lead: self.get(),
             raised: self.raised.load(Ordering::Relaxed),
             lowered: self.lowered.load(Ordering::Relaxed),
+            tightened: self.tightened.load(Ordering::Relaxed),
         }
     }
 }
@@ -175,7 +289,8 @@ mod tests {
 
     #[test]
     fn the_lead_starts_at_the_floor_doubles_when_starved_and_halves_when_calm() {
-        let l = Lead::new(256);
+        // One floor, so that only the workers move it (the floor's own moves: below).
+        let l = Lead::with_floors(256, 1, LEAD_FLOOR, LEAD_FLOOR);
         assert_eq!(l.get(), LEAD_FLOOR);
         l.starved(10);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
@@ -209,28 +324,113 @@ mod tests {
         }
         assert_eq!(l.get(), LEAD_FLOOR, "never below the floor");
         let s = l.stats();
-        assert_eq!((s.lead, s.raised, s.lowered), (LEAD_FLOOR, 3, 3));
+        // Doubled from the floor to the window, and halved back.
+        let steps = (256 / LEAD_FLOOR).ilog2() as u64;
+        assert_eq!((s.lead, s.raised, s.lowered), (LEAD_FLOOR, steps, steps));
         // A worker starving resets the calm stretch.
         l.starved(g);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
         l.settle(g + CALM_TICKS / 2);
+        // Too soon after the last doubling to double again, but not calm.
         l.starved(g + CALM_TICKS / 2);
         l.settle(g + CALM_TICKS);
-        assert_eq!(l.get(), 4 * LEAD_FLOOR);
+        assert_eq!(
+            l.get(),
+            2 * LEAD_FLOOR,
+            "a worker starved half a calm stretch ago"
+        );
+        l.settle(g + CALM_TICKS / 2 + CALM_TICKS);
+        assert_eq!(l.get(), LEAD_FLOOR);
+    }
+
+    #[test]
+    fn the_floor_follows_the_share_of_rolled_back_work() {
+        let bodies = 100;
+        // The body-ticks the GVT passes in one measured stretch.
+        let passed = bodies as u64 * MEASURED_TICKS;
+        let l = Lead::new(256, bodies);
+        assert_eq!(
+            (l.get(), l.floor()),
+            (LEAD_TIGHT, LEAD_TIGHT),
+            "a run starts tight"
+        );
+        // A stretch is measured only once it is over.
+        l.settle(MEASURED_TICKS - 1);
+        assert_eq!((l.get(), l.floor()), (LEAD_TIGHT, LEAD_TIGHT));
+        // Nothing rolled back: the floor loosens, and the lead rises to it.
+        l.settle(MEASURED_TICKS);
+        assert_eq!((l.get(), l.floor()), (LEAD_FLOOR, LEAD_FLOOR));
+        // Exactly one body-tick in TIGHTEN is not more than one in TIGHTEN, and not fewer than
+        // one in LOOSEN: nothing changes.
+        l.rolled_back(passed / TIGHTEN / 2);
+        l.rolled_back(passed / TIGHTEN / 2);
+        l.settle(2 * MEASURED_TICKS);
+        assert_eq!((l.get(), l.floor()), (LEAD_FLOOR, LEAD_FLOOR));
+        // Workers starving take it to the window; one body-tick more than that tightens the
+        // floor and halves the lead at once (not all the way down).
+        l.starved(2 * MEASURED_TICKS);
+        l.starved(2 * MEASURED_TICKS + 2 * LEAD_FLOOR);
+        assert_eq!(l.get(), 256);
+        l.rolled_back(passed / TIGHTEN + 1);
+        l.settle(3 * MEASURED_TICKS);
+        assert_eq!((l.get(), l.floor()), (128, LEAD_TIGHT));
+        assert_eq!(l.stats().tightened, 1);
+        // Tight for good: calm stretches do not loosen it again, and the workers' calm
+        // stretches halve the lead down to it, no further.
+        let mut g = 3 * MEASURED_TICKS;
+        for _ in 0..8 {
+            g += CALM_TICKS;
+            l.settle(g);
+        }
+        assert_eq!((l.get(), l.floor()), (LEAD_TIGHT, LEAD_TIGHT));
+        l.rolled_back(passed);
+        l.settle(g + MEASURED_TICKS);
+        assert_eq!(
+            l.stats().tightened,
+            1,
+            "tightening a tight floor is not counted"
+        );
+
+        // Another run: what was counted goes with its stretch, and a stretch counts its own
+        // length.
+        let m = Lead::new(256, bodies);
+        m.rolled_back(passed / LOOSEN);
+        m.settle(MEASURED_TICKS);
+        assert_eq!(
+            m.floor(),
+            LEAD_TIGHT,
+            "one in LOOSEN is not fewer: still tight"
+        );
+        // The share that would tighten a stretch of MEASURED_TICKS is too small for one twice
+        // as long, though not small enough to loosen.
+        m.rolled_back(passed / TIGHTEN + 1);
+        m.settle(3 * MEASURED_TICKS);
+        assert_eq!(m.floor(), LEAD_TIGHT);
+        m.rolled_back(2 * passed / LOOSEN - 1);
+        m.settle(5 * MEASURED_TICKS);
+        assert_eq!(
+            (m.get(), m.floor()),
+            (LEAD_FLOOR, LEAD_FLOOR),
+            "fewer: loose"
+        );
+        assert_eq!(m.stats().tightened, 0);
     }
 
     #[test]
     fn a_small_window_is_the_lead_and_a_fixed_lead_never_moves() {
-        let l = Lead::new(8);
+        let l = Lead::new(8, 10);
         assert_eq!(l.get(), 8);
         l.starved(0);
+        l.rolled_back(1 << 30);
         l.settle(1 << 20);
-        assert_eq!(l.get(), 8);
+        assert_eq!((l.get(), l.floor()), (8, 8));
         let f = Lead::fixed(256);
         assert_eq!(f.get(), 256);
         f.settle(1 << 20);
         f.starved(0);
-        assert_eq!(f.get(), 256);
-        assert_eq!(Lead::new(0).get(), 1, "a window of 0 is taken as 1");
+        f.rolled_back(1 << 30);
+        f.settle(1 << 21);
+        assert_eq!((f.get(), f.floor()), (256, 256));
+        assert_eq!(Lead::new(0, 1).get(), 1, "a window of 0 is taken as 1");
     }
 }

@@ -1093,7 +1093,7 @@ impl Holds {
 /// Of each bucket of a write's section, the runs that a write can meet: other entities' runs
 /// with entries at the request's ticks whose bounds touch the request's (indices into the
 /// bucket's `runs`, in order). Found once per section rather than at each tick: a batch
-/// writes up to 32 ticks into the same buckets, and neighbours that do not touch over the
+/// writes up to 64 ticks into the same buckets, and neighbours that do not touch over the
 /// batch (most of them) are then not looked at again. The section only appends runs (its
 /// own), so the indices stay valid while it writes.
 struct Others {
