@@ -110,8 +110,8 @@ pub struct WarpConfig {
     pub window: Option<u64>,
     /// Whether entities may speculate as far as the window at all times (the paper's fixed
     /// window), rather than as far as the run's adaptive lead ([`super::lead`]: from
-    /// 32 or 64 ticks, as rollbacks are frequent or rare, longer while workers starve). Frames are the same
-    /// either way; only speed and memory differ.
+    /// 32 or 64 ticks, as rollbacks are frequent or rare, longer while workers starve). Frames
+    /// are the same either way; only speed and memory differ.
     pub full_window: bool,
     /// Test-only schedule perturbation (see "Chaos" in the module documentation): `Some(seed)`
     /// makes every worker, from a random stream seeded by `seed` and its index, yield, sleep,

@@ -26,17 +26,18 @@
 //!   newest first; truncate the state queue to `s_r`. The recursion of the paper happens
 //!   across entities: the antievents make their receivers roll back in turn.
 //! * **Step** (Algorithms 5 and 6): from `s_LVT` and the contacts at `LVT` compute the states
-//!   up to `LVT_ub` (at most [`BATCH`] ticks a turn, or the lead's floor), write them into the TVHT in one section,
-//!   which stops at the first tick that meets a contact that is a collision (rules in
-//!   [`super::rules`]; boxes that overlap while the bodies do not touch are recorded and
-//!   passed: they change nothing). Every such collision becomes an event to the other body and
-//!   a pending ack. The states computed past that tick are thrown away, so the batch adapts: after a write that
-//!   stopped at its `i`-th tick the next batch is `i` ticks, after a full write it doubles (up
-//!   to [`BATCH`]). A body resting on another meets a contact every tick: it then computes
-//!   one tick a turn instead of 64 and its section names the buckets of one tick, not of three
-//!   slices. Only a matter of speed, like `reach`: a committed state does not depend on how
-//!   many ticks anyone computed ahead. A group steps by the rules of [`super::group_rules`]
-//!   (its own contacts solved together by the island solver; kicks from other groups).
+//!   up to `LVT_ub` (at most [`BATCH`] ticks a turn, or the lead's floor), write them into the
+//!   TVHT in one section, which stops at the first tick that meets a contact that is a collision
+//!   (rules in [`super::rules`]; boxes that overlap while the bodies do not touch are recorded
+//!   and passed: they change nothing). Every such collision becomes an event to the other body
+//!   and a pending ack. The states computed past that tick are thrown away, so the batch adapts:
+//!   after a write that stopped at its `i`-th tick the next batch is `i` ticks, after a full
+//!   write it doubles (up to [`BATCH`]). A body resting on another meets a contact every tick: it
+//!   then computes one tick a turn instead of 64 and its section names the buckets of one tick,
+//!   not of three slices. Only a matter of speed, like `reach`: a committed state does not depend
+//!   on how many ticks anyone computed ahead. A group steps by the rules of
+//!   [`super::group_rules`] (its own contacts solved together by the island solver; kicks from
+//!   other groups).
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick

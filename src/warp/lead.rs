@@ -20,19 +20,20 @@
 //!   paper's slack), and it matters more the more workers there are.
 //!
 //! So the engine keeps a **lead**, between a floor ([`LEAD_TIGHT`] or [`LEAD_FLOOR`], or the
-//! window if smaller; see "Rollbacks") and the window, that entities use instead of the
-//! window, and raises it on the one signal that says it is too short: a worker that finds no entity to run, after it has looked for a while
-//! (its back-off completed), doubles it ([`Lead::starved`]), but not again before the GVT has
-//! moved a lead past the last doubling (until then the entities have not run into the room it
-//! gave them), however many workers starve. After [`CALM_TICKS`] of GVT without such a worker
-//! it is halved, down to the floor ([`Lead::settle`]). One worker never starves while an entity can step, so it
-//! stays at the floor; many workers on few busy entities raise it towards the window. (A
-//! first version doubled it at every starving worker and halved it only after four of its own
-//! lengths: two workers starving together at the start of a run took it to the window and
-//! kept it there for a simulated second or two. A second doubled it once per GVT value: once
-//! batches ended only at collisions, two workers starving at three GVT values in a row took it
-//! from 32 to the window; over `bouncing` 500's 120 s it was raised 335 times and lowered 334,
-//! and the peak resident set rose with each new high, +18% from 20 s to 120 s.)
+//! window if smaller; see "Rollbacks") and the window, that entities use instead of the window,
+//! and raises it on the one signal that says it is too short: a worker that finds no entity to
+//! run, after it has looked for a while (its back-off completed), doubles it
+//! ([`Lead::starved`]), but not again before the GVT has moved a lead past the last doubling
+//! (until then the entities have not run into the room it gave them), however many workers
+//! starve. After [`CALM_TICKS`] of GVT without such a worker it is halved, down to the floor
+//! ([`Lead::settle`]). One worker never starves while an entity can step, so it stays at the
+//! floor; many workers on few busy entities raise it towards the window. (A first version
+//! doubled it at every starving worker and halved it only after four of its own lengths: two
+//! workers starving together at the start of a run took it to the window and kept it there for
+//! a simulated second or two. A second doubled it once per GVT value: once batches ended only
+//! at collisions, two workers starving at three GVT values in a row took it from 32 to the
+//! window; over `bouncing` 500's 120 s it was raised 335 times and lowered 334, and the peak
+//! resident set rose with each new high, +18% from 20 s to 120 s.)
 //!
 //! ## Rollbacks
 //!
@@ -49,7 +50,7 @@
 //! come in bursts, and quiet stretches say little about the next one: loosened again after
 //! four quiet stretches in a row, the floor of `bouncing` 500 went back and forth 33 times in
 //! 120 s (16 in a row: 8-13 times), and its memory with it (`tests/warp_memory.rs`: the peak
-//! resident set grew 7-17% from 20 s to 120 s, against 3-11% with a floor that stays tight).
+//! resident set grew 7-17% from 20 s to 120 s, against 0-11% with a floor that stays tight).
 //! A run starts tight: the workers of a fresh run all starve at once and double the
 //! lead, which from 64 went to 128 and 256 and rolled back twice as much in the first half
 //! second of `bouncing`. An entity also computes at most the floor's ticks a turn
@@ -58,7 +59,7 @@
 //! Measured on the 2-core development machine (2026-11-27) against the fixed floor of 32 and
 //! batches of 32 ticks: one worker, callgrind, 500 bodies, `parallel` 13% fewer instructions
 //! (11.6% with contact groups), `cylinders` 4.5%, `bouncing` (tight) and `avalanche` as
-//! before; two workers, N = 2000 over 0.5 s, wall time 0.83-0.87x on `parallel`, 0.91-0.92x
+//! before; two workers, N = 2000 over 0.5 s, wall time 0.83-0.87x on `parallel`, 0.83-0.92x
 //! on `cylinders`, within the noise (0.93-1.06x) on `bouncing` (500 over 5 s, 2000 over 0.5
 //! s), `avalanche` 300 and `pyramids` 1100, either backend. It costs memory where the lead is
 //! loose: `parallel` 2000 over 1 s on one worker peaked at 147 MB of resident set against 85
@@ -133,7 +134,7 @@ pub struct LeadStats {
 
 impl Lead {
     /// The lead of a run of `bodies` bodies with `window` (taken as 1 if 0), starting at the
-    /// floor.
+    /// tight floor.
     pub fn new(window: Tick, bodies: usize) -> Lead {
         Lead::with_floors(window, bodies, LEAD_FLOOR, LEAD_TIGHT)
     }
@@ -143,8 +144,8 @@ impl Lead {
         Lead::with_floors(window, 1, Tick::MAX, Tick::MAX)
     }
 
-    /// A lead between its floor and the window, starting at `loose`; the floor is `loose` or,
-    /// while many ticks are rolled back, `tight` (each at most the window).
+    /// A lead between its floor and the window, starting at `tight`; the floor is `tight` or,
+    /// while few ticks are rolled back, `loose` (each at most the window).
     fn with_floors(window: Tick, bodies: usize, loose: Tick, tight: Tick) -> Lead {
         let window = window.max(1);
         let (loose, tight) = (loose.min(window), tight.min(window));
