@@ -26,9 +26,10 @@
 //!   sleeps on its `Parker` until a push wakes it (or a millisecond passes): idle workers
 //!   leave the cores to the busy ones, which matters most when threads outnumber cores;
 //! * `LVT_ub` is `GVT + lead`, the run's [`super::lead`], at most the window: a worker about
-//!   to sleep for want of a task doubles it (once per GVT value), and it halves again once
-//!   the GVT has gone 128 ticks with no worker starving (`--full-window`: the window itself,
-//!   as in the paper).
+//!   to sleep for want of a task doubles it (at most once per lead of GVT) if the workers
+//!   were idle for more than 5% of their time over the last 64 ticks of GVT, and it halves
+//!   again once the GVT has gone 128 ticks with no such worker (`--full-window`: the window
+//!   itself, as in the paper).
 //!
 //! **Contact groups** ([`WarpConfig::groups`], seed 001, Section 4.4). Each entity lives in the
 //! slot of its smallest body; with groups the other bodies' slots are empty. Messages are
@@ -123,8 +124,9 @@ pub struct WarpConfig {
     /// [`super::group_rules`]; the frames equal [`super::reference::grouped_reference`]. Off:
     /// every body is an entity of its own, by the rules of [`super::rules`].
     pub groups: bool,
-    /// The TVHT's time slice in ticks (a power of two; `None`: [`super::tvht::DEFAULT_SPAN_TICKS`]).
-    /// Frames are the same for any; only speed and contention differ.
+    /// The TVHT's time slice in ticks (a power of two; `None`:
+    /// [`super::tvht::DEFAULT_SPAN_TICKS`]). Frames are the same for any; only speed and
+    /// contention differ.
     pub tvht_span: Option<u64>,
 }
 
@@ -958,8 +960,19 @@ impl Shared<'_> {
         let backoff = Backoff::new();
         // The worker's buffers, lent to each entity for its turn (see [`Scratch`]).
         let mut scratch = Scratch::default();
+        // Since when the worker has found nothing to run (see `lead`, "Starving").
+        let mut idle_since: Option<Instant> = None;
         while !self.done() {
-            match self.find_task(&local, me) {
+            let found = self.find_task(&local, me);
+            match (&found, idle_since) {
+                (Some(_), Some(t)) => {
+                    self.env.lead.idled(t.elapsed());
+                    idle_since = None;
+                }
+                (None, None) => idle_since = Some(Instant::now()),
+                _ => {}
+            }
+            match found {
                 Some(id) if chaos.defer() => {
                     // Still flagged as scheduled: it runs when someone takes it from there.
                     self.injector.push(id);
@@ -976,8 +989,13 @@ impl Shared<'_> {
                     self.wake_parked(&local);
                     self.regroup_committed(&local);
                     if backoff.is_completed() {
-                        // Nothing to run for a while: entities are not far enough ahead for
-                        // this many workers (unless the run is ending).
+                        // Nothing to run for a while: entities may not be far enough ahead
+                        // for this many workers (unless the run is ending).
+                        if let Some(t) = idle_since {
+                            let now = Instant::now();
+                            self.env.lead.idled(now - t);
+                            idle_since = Some(now);
+                        }
                         self.env.lead.starved(self.env.gvt.gvt());
                         self.idle(me, &parker);
                         backoff.reset();
@@ -1132,7 +1150,7 @@ pub fn run_warp_from_with(
     let lead = if config.full_window {
         Lead::fixed(window)
     } else {
-        Lead::new(window, n)
+        Lead::new(window, n, threads)
     };
     let before = crate::sync::stats();
     let workers: Vec<Worker<BodyId>> = (0..threads).map(|_| Worker::new_fifo()).collect();

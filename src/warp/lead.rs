@@ -22,18 +22,51 @@
 //! So the engine keeps a **lead**, between a floor ([`LEAD_TIGHT`] or [`LEAD_FLOOR`], or the
 //! window if smaller; see "Rollbacks") and the window, that entities use instead of the window,
 //! and raises it on the one signal that says it is too short: a worker that finds no entity to
-//! run, after it has looked for a while (its back-off completed), doubles it
-//! ([`Lead::starved`]), but not again before the GVT has moved a lead past the last doubling
-//! (until then the entities have not run into the room it gave them), however many workers
-//! starve. After [`CALM_TICKS`] of GVT without such a worker it is halved, down to the floor
-//! ([`Lead::settle`]). One worker never starves while an entity can step, so it stays at the
-//! floor; many workers on few busy entities raise it towards the window. (A first version
+//! run, after it has looked for a while (its back-off completed), while the workers are
+//! hungry (see "Starving"), doubles it ([`Lead::starved`]), but not again before the GVT has
+//! moved a lead past the last doubling (until then the entities have not run into the room it
+//! gave them), however many workers starve. After [`CALM_TICKS`] of GVT without such a worker
+//! it is halved, down to the floor ([`Lead::settle`]). One worker never starves while an
+//! entity can step, so it stays at the floor; many workers on few busy entities raise it
+//! towards the window. (A first version
 //! doubled it at every starving worker and halved it only after four of its own lengths: two
 //! workers starving together at the start of a run took it to the window and kept it there for
 //! a simulated second or two. A second doubled it once per GVT value: once batches ended only
 //! at collisions, two workers starving at three GVT values in a row took it from 32 to the
 //! window; over `bouncing` 500's 120 s it was raised 335 times and lowered 334, and the peak
 //! resident set rose with each new high, +18% from 20 s to 120 s.)
+//!
+//! ## Starving
+//!
+//! A worker's back-off completes after a few microseconds without a task, and on two workers
+//! that happens now and then on every scene, when one entity holds the GVT back and the other
+//! worker has caught up with the lead: `bouncing` 500 raised its lead 20-39 times every 10
+//! simulated seconds, between 32 and 128 ticks, while its workers were idle for 0.1% of their
+//! time (`parallel` 2000 0.1%, `avalanche` 300 0.3%, `pyramids` 1100 0.3%; 2026-11-27, the
+//! 2-core development machine). The raises bought nothing: with them capped at 32 or 64 ticks
+//! those scenes ran in the same wall time (medians of 5, within 2%), but they cost memory, and
+//! memory that depended on the machine's load, as starving depends on how the workers are
+//! scheduled: the live heap of `bouncing` 500 was 16-22 MiB while the lead stayed low and 24-31
+//! MiB (peaks of 39 and 51 MiB) in stretches where it rose, so a run whose first 20 s were
+//! quiet and whose later ones were not failed the memory check of `tests/warp_memory.rs`
+//! (peak resident set +10.6% to +29% from 20 s to 120 s in 6 of 10 runs, either backend;
+//! with the raises capped at 32 ticks, 6 runs of 6 within +3.2%).
+//!
+//! So a starving worker raises the lead only while the workers are **hungry**: the last
+//! measured stretch ([`MEASURED_TICKS`] of GVT, see "Rollbacks") had its workers looking for a
+//! task and not finding one for more than one nanosecond in [`HUNGRY`] (5%) of their time. A
+//! worker reports how long it looked ([`Lead::idled`]) when it finds a task and whenever its
+//! back-off completes, and the end of a stretch sets the reported time against the workers
+//! times the stretch's wall time (one clock reading a stretch). A lead raised for a worker or
+//! two looking for a moment would be raised for nothing; one raised for workers idle a twentieth
+//! of their time could give them that twentieth. The first stretch is not hungry: the workers
+//! of a fresh run, all starving at once, do not raise it. (Measured against the rule without
+//! hunger, 2026-11-27, two workers, medians of 5 alternating runs: wall time 0.94-1.05x on
+//! `bouncing` 500 and 2000, `parallel` and `cylinders` 2000, `pyramids` 1100 and `avalanche`
+//! 300, either backend, all within the noise; `bouncing` 500 over 120 s raised its lead 1-3
+//! times instead of about 300, its live heap stayed at 15-19 MiB (at most 27 MiB) and the
+//! memory check passed 8 runs of 8, +0.1% to +8.6%. Sixteen workers on the two cores still
+//! raise it: `bouncing` 500 over 2 s, 25 raises against 26.)
 //!
 //! ## Rollbacks
 //!
@@ -71,7 +104,8 @@
 //! needed and no protocol rests on it.
 
 use super::Tick;
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The smallest lead (unless the window is smaller) while rollbacks are rare (see
 /// "Rollbacks"). The measurements above, made when a turn cost more than its ticks do now, put
@@ -96,6 +130,11 @@ pub const TIGHTEN: u64 = 100;
 /// [`LEAD_FLOOR`].
 pub const LOOSEN: u64 = 400;
 
+/// Workers are **hungry** after a measured stretch in which more than one nanosecond in `HUNGRY`
+/// of their time was spent looking for an entity to run and not finding one (see "Starving");
+/// only then does a starving worker raise the lead.
+pub const HUNGRY: u64 = 20;
+
 /// The lead of one run (see the module documentation).
 pub struct Lead {
     window: Tick,
@@ -104,6 +143,15 @@ pub struct Lead {
     tight: Tick,
     /// Bodies of the run (the rolled-back share is of body-ticks).
     bodies: u64,
+    /// Workers of the run (the idle share is of their time), and the clock of its stretches.
+    workers: u64,
+    clock: Instant,
+    /// Idle worker-ns reported since the stretch being measured began, and the clock's ns
+    /// then.
+    idle: AtomicU64,
+    stretch_began: AtomicU64,
+    /// Whether the last measured stretch was hungry (see [`HUNGRY`]).
+    hungry: AtomicBool,
     /// The floor now: `loose` or `tight`.
     floor: AtomicU64,
     /// Body-ticks rolled back since the stretch being measured began, and the GVT then.
@@ -133,20 +181,25 @@ pub struct LeadStats {
 }
 
 impl Lead {
-    /// The lead of a run of `bodies` bodies with `window` (taken as 1 if 0), starting at the
-    /// tight floor.
-    pub fn new(window: Tick, bodies: usize) -> Lead {
-        Lead::with_floors(window, bodies, LEAD_FLOOR, LEAD_TIGHT)
+    /// The lead of a run of `bodies` bodies on `workers` workers with `window` (taken as 1 if
+    /// 0), starting at the tight floor.
+    pub fn new(window: Tick, bodies: usize, workers: usize) -> Lead {
+        Lead::with_floors(window, (bodies, workers), LEAD_FLOOR, LEAD_TIGHT)
     }
 
     /// A lead fixed at the window (never moves: for models and tests of the window itself).
     pub fn fixed(window: Tick) -> Lead {
-        Lead::with_floors(window, 1, Tick::MAX, Tick::MAX)
+        Lead::with_floors(window, (1, 1), Tick::MAX, Tick::MAX)
     }
 
     /// A lead between its floor and the window, starting at `tight`; the floor is `tight` or,
     /// while few ticks are rolled back, `loose` (each at most the window).
-    fn with_floors(window: Tick, bodies: usize, loose: Tick, tight: Tick) -> Lead {
+    fn with_floors(
+        window: Tick,
+        (bodies, workers): (usize, usize),
+        loose: Tick,
+        tight: Tick,
+    ) -> Lead {
         let window = window.max(1);
         let (loose, tight) = (loose.min(window), tight.min(window));
         Lead {
@@ -154,6 +207,11 @@ impl Lead {
             loose,
             tight,
             bodies: bodies.max(1) as u64,
+            workers: workers.max(1) as u64,
+            clock: Instant::now(),
+            idle: AtomicU64::new(0),
+            stretch_began: AtomicU64::new(0),
+            hungry: AtomicBool::new(false),
             floor: AtomicU64::new(tight),
             undone: AtomicU64::new(0),
             measured_from: AtomicU64::new(0),
@@ -179,10 +237,24 @@ impl Lead {
         self.floor.load(Ordering::Relaxed)
     }
 
-    /// A worker found no entity to run at GVT `gvt`: doubles the lead, up to the window, unless
-    /// it was doubled less than a lead ago (the entities have not yet run into the room the
-    /// last doubling gave them).
+    /// The clock's nanoseconds now.
+    fn now(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    /// A worker has been looking for an entity to run for `idle` (since it last said so).
+    pub fn idled(&self, idle: Duration) {
+        self.idle
+            .fetch_add(idle.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// A worker has found no entity to run for a while, at GVT `gvt`: if the workers are hungry
+    /// (see "Starving"), doubles the lead, up to the window, unless it was doubled less than a
+    /// lead ago (the entities have not yet run into the room the last doubling gave them).
     pub fn starved(&self, gvt: Tick) {
+        if !self.hungry.load(Ordering::Relaxed) {
+            return;
+        }
         self.since.store(gvt, Ordering::Relaxed);
         let cap = self.get();
         let last = self.raised_at.load(Ordering::Relaxed);
@@ -211,6 +283,12 @@ impl Lead {
         }
     }
 
+    /// Whether `idle` worker-ns are more than one in [`HUNGRY`] of the workers' time over
+    /// `elapsed` ns.
+    fn over_share(&self, idle: u64, elapsed: u64) -> bool {
+        u128::from(idle) * u128::from(HUNGRY) > u128::from(elapsed) * u128::from(self.workers)
+    }
+
     /// An entity rolled back `body_ticks` (ticks times its bodies).
     pub fn rolled_back(&self, body_ticks: u64) {
         self.undone.fetch_add(body_ticks, Ordering::Relaxed);
@@ -220,7 +298,12 @@ impl Lead {
     /// the share of the stretch's body-ticks rolled back; halves the lead, down to the floor,
     /// if it has been calm for [`CALM_TICKS`].
     pub fn settle(&self, gvt: Tick) {
-        self.measure(gvt);
+        self.settle_at(gvt, self.now());
+    }
+
+    /// [`Lead::settle`] at the clock's `now` ns.
+    fn settle_at(&self, gvt: Tick, now: u64) {
+        self.measure(gvt, now);
         let floor = self.floor.load(Ordering::Relaxed);
         let cap = self.get();
         let since = self.since.load(Ordering::Relaxed);
@@ -243,8 +326,9 @@ impl Lead {
 
     /// Ends the stretch being measured if it is [`MEASURED_TICKS`] long (only one caller does):
     /// many rollbacks in it tighten the floor for good and halve the lead down to it at once;
-    /// few, in a run never tightened, loosen it and raise a lead below it.
-    fn measure(&self, gvt: Tick) {
+    /// few, in a run never tightened, loosen it and raise a lead below it. Its idle share says
+    /// whether the workers are hungry until the next one ends.
+    fn measure(&self, gvt: Tick, now: u64) {
         let from = self.measured_from.load(Ordering::Relaxed);
         if gvt < from.saturating_add(MEASURED_TICKS)
             || self
@@ -254,6 +338,12 @@ impl Lead {
         {
             return;
         }
+        let idle = self.idle.swap(0, Ordering::Relaxed);
+        let began = self.stretch_began.swap(now, Ordering::Relaxed);
+        self.hungry.store(
+            self.over_share(idle, now.saturating_sub(began)),
+            Ordering::Relaxed,
+        );
         let undone = self.undone.swap(0, Ordering::Relaxed);
         let passed = self.bodies.saturating_mul(gvt - from);
         if undone.saturating_mul(TIGHTEN) > passed {
@@ -288,25 +378,32 @@ impl Lead {
 mod tests {
     use super::*;
 
+    /// A worker starving at `gvt` while the workers are hungry (the hunger rule itself:
+    /// below).
+    fn starve(l: &Lead, gvt: Tick) {
+        l.hungry.store(true, Ordering::Relaxed);
+        l.starved(gvt);
+    }
+
     #[test]
     fn the_lead_starts_at_the_floor_doubles_when_starved_and_halves_when_calm() {
         // One floor, so that only the workers move it (the floor's own moves: below).
-        let l = Lead::with_floors(256, 1, LEAD_FLOOR, LEAD_FLOOR);
+        let l = Lead::with_floors(256, (1, 1), LEAD_FLOOR, LEAD_FLOOR);
         assert_eq!(l.get(), LEAD_FLOOR);
-        l.starved(10);
+        starve(&l, 10);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
         // Other workers starving at the same GVT, or before the GVT has moved a lead on, do not
         // double it again: the entities have not run into its new room yet.
-        l.starved(10);
-        l.starved(10);
+        starve(&l, 10);
+        starve(&l, 10);
         for g in 11..10 + 2 * LEAD_FLOOR {
-            l.starved(g);
+            starve(&l, g);
         }
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
-        l.starved(10 + 2 * LEAD_FLOOR);
+        starve(&l, 10 + 2 * LEAD_FLOOR);
         assert_eq!(l.get(), 4 * LEAD_FLOOR);
         for g in 11 + 2 * LEAD_FLOOR..20 + 6 * LEAD_FLOOR {
-            l.starved(g);
+            starve(&l, g);
         }
         assert_eq!(l.get(), 256, "never past the window");
         let g = 19 + 6 * LEAD_FLOOR;
@@ -329,11 +426,11 @@ mod tests {
         let steps = (256 / LEAD_FLOOR).ilog2() as u64;
         assert_eq!((s.lead, s.raised, s.lowered), (LEAD_FLOOR, steps, steps));
         // A worker starving resets the calm stretch.
-        l.starved(g);
+        starve(&l, g);
         assert_eq!(l.get(), 2 * LEAD_FLOOR);
         l.settle(g + CALM_TICKS / 2);
         // Too soon after the last doubling to double again, but not calm.
-        l.starved(g + CALM_TICKS / 2);
+        starve(&l, g + CALM_TICKS / 2);
         l.settle(g + CALM_TICKS);
         assert_eq!(
             l.get(),
@@ -349,7 +446,7 @@ mod tests {
         let bodies = 100;
         // The body-ticks the GVT passes in one measured stretch.
         let passed = bodies as u64 * MEASURED_TICKS;
-        let l = Lead::new(256, bodies);
+        let l = Lead::new(256, bodies, 2);
         assert_eq!(
             (l.get(), l.floor()),
             (LEAD_TIGHT, LEAD_TIGHT),
@@ -369,8 +466,8 @@ mod tests {
         assert_eq!((l.get(), l.floor()), (LEAD_FLOOR, LEAD_FLOOR));
         // Workers starving take it to the window; one body-tick more than that tightens the
         // floor and halves the lead at once (not all the way down).
-        l.starved(2 * MEASURED_TICKS);
-        l.starved(2 * MEASURED_TICKS + 2 * LEAD_FLOOR);
+        starve(&l, 2 * MEASURED_TICKS);
+        starve(&l, 2 * MEASURED_TICKS + 2 * LEAD_FLOOR);
         assert_eq!(l.get(), 256);
         l.rolled_back(passed / TIGHTEN + 1);
         l.settle(3 * MEASURED_TICKS);
@@ -394,7 +491,7 @@ mod tests {
 
         // Another run: what was counted goes with its stretch, and a stretch counts its own
         // length.
-        let m = Lead::new(256, bodies);
+        let m = Lead::new(256, bodies, 2);
         m.rolled_back(passed / LOOSEN);
         m.settle(MEASURED_TICKS);
         assert_eq!(
@@ -418,20 +515,56 @@ mod tests {
     }
 
     #[test]
+    fn only_hungry_workers_raise_the_lead() {
+        // Two workers, times in ns of the lead's clock; the first stretch began at 0.
+        let l = Lead::with_floors(256, (100, 2), LEAD_TIGHT, LEAD_TIGHT);
+        let ms = 1_000_000;
+        // Nothing is measured yet: workers starving at the start of a run do not raise it.
+        l.idled(Duration::from_millis(5));
+        l.starved(10);
+        assert_eq!(l.get(), LEAD_TIGHT);
+        // A stretch ends: 5 ms idle of 2 x 10 ms of the workers' time is more than one in 20:
+        // the workers are hungry, and the next starving worker doubles the lead.
+        l.settle_at(MEASURED_TICKS, 10 * ms);
+        l.starved(MEASURED_TICKS);
+        assert_eq!((l.get(), l.stats().raised), (2 * LEAD_TIGHT, 1));
+        // The next stretch, 10 ms to 30 ms: exactly one in 20 (2 ms of 40) is not more.
+        l.idled(Duration::from_millis(2));
+        l.settle_at(2 * MEASURED_TICKS, 30 * ms);
+        let g = 2 * MEASURED_TICKS + 2 * LEAD_TIGHT;
+        l.starved(g);
+        assert_eq!(l.get(), 2 * LEAD_TIGHT, "not hungry: not raised");
+        // Nor does a starving worker that is not hungry count against calm: the lead is
+        // halved a calm stretch after the last raise (at GVT 64).
+        l.settle_at(MEASURED_TICKS + CALM_TICKS, 31 * ms);
+        assert_eq!(l.get(), LEAD_TIGHT);
+        // One nanosecond more over a stretch is: hungry until the next stretch ends, whatever
+        // the idle time since.
+        l.idled(Duration::from_nanos(2 * ms + 1));
+        l.settle_at(4 * MEASURED_TICKS, 51 * ms);
+        l.starved(4 * MEASURED_TICKS);
+        assert_eq!(l.get(), 2 * LEAD_TIGHT);
+        l.settle_at(5 * MEASURED_TICKS, 90 * ms);
+        l.starved(5 * MEASURED_TICKS + 2 * LEAD_TIGHT);
+        assert_eq!(l.get(), 2 * LEAD_TIGHT, "the stretch after was not hungry");
+        assert_eq!(l.stats().raised, 2);
+    }
+
+    #[test]
     fn a_small_window_is_the_lead_and_a_fixed_lead_never_moves() {
-        let l = Lead::new(8, 10);
+        let l = Lead::new(8, 10, 2);
         assert_eq!(l.get(), 8);
-        l.starved(0);
+        starve(&l, 0);
         l.rolled_back(1 << 30);
         l.settle(1 << 20);
         assert_eq!((l.get(), l.floor()), (8, 8));
         let f = Lead::fixed(256);
         assert_eq!(f.get(), 256);
         f.settle(1 << 20);
-        f.starved(0);
+        starve(&f, 0);
         f.rolled_back(1 << 30);
         f.settle(1 << 21);
         assert_eq!((f.get(), f.floor()), (256, 256));
-        assert_eq!(Lead::new(0, 1).get(), 1, "a window of 0 is taken as 1");
+        assert_eq!(Lead::new(0, 1, 1).get(), 1, "a window of 0 is taken as 1");
     }
 }
