@@ -170,8 +170,8 @@ fn head_on_collision_swaps_velocities() {
 /// The adaptive lead (`timewarp::warp::lead`, the default) changes how far entities run ahead
 /// of the GVT, never the frames: equal to the reference with 1 and 32 workers. One worker
 /// never starves while an entity can step, so entities stay within the floor of the lead
-/// (at most 64 ticks; with the full window of 256 they run further ahead); 32 workers on 100 entities
-/// starve and raise it, never past the window.
+/// (at most 64 ticks; with the full window of 256 they run further ahead); 32 workers on 100
+/// entities starve, idle for more than 5% of their time, and raise it, never past the window.
 #[test]
 fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     use timewarp::warp::lead::LEAD_FLOOR;

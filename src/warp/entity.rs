@@ -348,6 +348,12 @@ impl Entity {
         self.base + (self.states.len() / self.bodies.len()) as Tick - 1
     }
 
+    /// How many ticks a step from `lvt` towards `ub` computes this turn: at most its adaptive
+    /// batch and the lead's floor ([`BATCH`]).
+    fn batch_len(&self, env: &Env<'_>, lvt: Tick, ub: Tick) -> u64 {
+        (ub - lvt).min(self.batch).min(env.lead.floor())
+    }
+
     /// The tick at which its group must change (fusion or fission), as its last step found:
     /// it stays there until the engine regroups it once the tick is committed.
     pub fn ending(&self) -> Option<Tick> {
@@ -691,7 +697,7 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
         let lvt = self.lvt();
-        let n = (ub - lvt).min(self.batch).min(env.lead.floor());
+        let n = self.batch_len(env, lvt, ub);
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(1, Vec::new);
@@ -736,7 +742,7 @@ impl Entity {
         let lvt = self.lvt();
         let rules = env.rules;
         let nb = self.bodies.len();
-        let n = (ub - lvt).min(self.batch).min(env.lead.floor());
+        let n = self.batch_len(env, lvt, ub);
         let at = self.at(lvt);
         let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
         // `isl` is the island of the last tick computed, shared with the ticks before it that
