@@ -5,7 +5,9 @@
 //! combine rules are set to timewarp's: restitution the maximum of the two, friction the
 //! average, which equals timewarp's geometric mean when both are equal, as in every built-in
 //! scene). Planes become rapier half-spaces. rapier steps at dt = 1/60 s with its default
-//! solver settings and sleeping on, like timewarp's frame engine (1/60 s, 4 substeps, sleep).
+//! solver settings and sleeping on, like timewarp's frame engine (1/60 s, 4 substeps, sleep);
+//! `--rapier-hz 960` makes it step at the warp engine's tick, 1/960 s, for a like-for-like
+//! reference of the warp engine, which moves every body by substeps of one tick.
 //!
 //! The engines alternate in one run: for every round, case and thread count, rapier, then
 //! timewarp's frame engine, then (with `--engines frame,warp`) the warp engine, each from a
@@ -19,6 +21,13 @@
 //! step runs inside a rayon pool of T threads.
 
 use std::time::{Duration, Instant};
+
+/// mimalloc, with timewarp's setting (`timewarp::allocator`), as the `timewarp` binary ships:
+/// under glibc's malloc the warp engine ran 1.6-1.9x slower on 2 threads than on 1 here
+/// (2026-11-27: its blocks are freed on other threads than the ones that allocated them).
+/// rapier runs under the same allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
 use rapier3d::prelude::*;
@@ -54,6 +63,13 @@ struct Args {
     /// Wall seconds after which a timewarp run stops
     #[arg(long, default_value_t = 60.0)]
     time_limit: f64,
+    /// rapier's steps per simulated second (its dt is the inverse): 60 like timewarp's frame
+    /// engine, or 960 to step as finely as the warp engine's ticks
+    #[arg(long, default_value_t = 60)]
+    rapier_hz: u32,
+    /// The warp engine's guard
+    #[arg(long, value_enum, default_value = "stm")]
+    backend: Backend,
 }
 
 fn v(x: glam_like::V3) -> Vector {
@@ -70,10 +86,12 @@ fn v3(a: [f32; 3]) -> glam_like::V3 {
 }
 
 /// A rapier world holding `scene`'s bodies.
-fn rapier_world(scene: &Scene) -> PhysicsWorld {
-    let mut w = PhysicsWorld::default();
-    w.gravity = v(v3(scene.world.gravity.to_array()));
-    w.integration_parameters.dt = 1.0 / 60.0;
+fn rapier_world(scene: &Scene, hz: u32) -> PhysicsWorld {
+    let mut w = PhysicsWorld {
+        gravity: v(v3(scene.world.gravity.to_array())),
+        ..PhysicsWorld::default()
+    };
+    w.integration_parameters.dt = 1.0 / hz as f32;
     for b in &scene.bodies {
         let collider = match b.shape {
             Shape::Sphere { radius } => ColliderBuilder::ball(radius),
@@ -118,18 +136,19 @@ fn rapier_world(scene: &Scene) -> PhysicsWorld {
     w
 }
 
-/// Wall seconds per simulated second of one rapier run (world construction and every step).
-fn run_rapier(scene: &Scene, seconds: f64, pool: &rayon::ThreadPool) -> f64 {
-    let steps = (seconds * 60.0).round() as usize;
+/// Wall seconds per simulated second of one rapier run (world construction and every step) at
+/// `hz` steps per simulated second.
+fn run_rapier(scene: &Scene, seconds: f64, hz: u32, pool: &rayon::ThreadPool) -> f64 {
+    let steps = (seconds * hz as f64).round().max(1.0) as usize;
     let start = Instant::now();
-    let mut w = rapier_world(scene);
+    let mut w = rapier_world(scene, hz);
     pool.install(|| {
         for _ in 0..steps {
             w.step();
         }
     });
     std::hint::black_box(&w.bodies);
-    start.elapsed().as_secs_f64() / (steps as f64 / 60.0)
+    start.elapsed().as_secs_f64() / (steps as f64 / hz as f64)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -154,7 +173,11 @@ struct Cell {
 }
 
 fn main() -> Result<(), String> {
+    timewarp::allocator::configure();
     let args = Args::parse();
+    if args.rapier_hz == 0 {
+        return Err("--rapier-hz: expected a positive number of steps per second, got 0".into());
+    }
     let build = if cfg!(feature = "parallel") {
         "parallel"
     } else {
@@ -213,7 +236,7 @@ fn main() -> Result<(), String> {
                 .iter()
                 .position(|&t| t == cell.threads)
                 .expect("pool")];
-            let r = run_rapier(scene, args.seconds, pool);
+            let r = run_rapier(scene, args.seconds, args.rapier_hz, pool);
             eprintln!(
                 "{} {} N={} T={}: rapier ({build}) {r:.4} s/s",
                 if timed { "run" } else { "warm-up" },
@@ -229,7 +252,7 @@ fn main() -> Result<(), String> {
                     scene: cell.scene.clone(),
                     bodies: cell.bodies,
                     engine: *engine,
-                    backend: (*engine == EngineKind::Warp).then_some(Backend::Stm),
+                    backend: (*engine == EngineKind::Warp).then_some(args.backend),
                     threads: cell.threads,
                     seconds: match engine {
                         EngineKind::Frame => args.seconds,
@@ -255,11 +278,16 @@ fn main() -> Result<(), String> {
         }
     }
     println!(
-        "rapier3d 0.36 ({build} build) against timewarp {}: wall seconds per simulated second, median of {} rounds \
-         (rapier and frame engine over {} s, warp engine over {} s); ratio = rapier / timewarp (> 1: timewarp faster)\n",
+        "rapier3d 0.36 ({build} build, dt = 1/{} s) against timewarp {}: wall seconds per simulated second, median of {} rounds \
+         (rapier and frame engine over {} s, warp engine ({}) over {} s); ratio = rapier / timewarp (> 1: timewarp faster)\n",
+        args.rapier_hz,
         env!("CARGO_PKG_VERSION"),
         args.rounds,
         args.seconds,
+        match args.backend {
+            Backend::Stm => "stm",
+            Backend::Locks => "locks",
+        },
         args.warp_seconds
     );
     let mut head = String::from("| scene | N | T | rapier |");
@@ -283,10 +311,7 @@ fn main() -> Result<(), String> {
         }
         println!("{line}");
     }
-    if cells
-        .iter()
-        .any(|c| c.timewarp.iter().any(|(_, _, l)| *l))
-    {
+    if cells.iter().any(|c| c.timewarp.iter().any(|(_, _, l)| *l)) {
         println!(
             "\n†: a timewarp run stopped at the time limit ({} s); its figure is from the frames committed by then.",
             args.time_limit
