@@ -23,6 +23,7 @@
 
 use std::time::Instant;
 
+use timewarp::bench::median;
 use timewarp::dynamics::BodyState;
 use timewarp::scene::builtin;
 use timewarp::warp::rules::Rules;
@@ -70,11 +71,6 @@ fn fly(rules: &Rules, lo: usize, hi: usize, ticks: u64, layer: Layer) -> f32 {
     sum
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() -> Result<(), String> {
     let mut cases: Vec<String> = std::env::args().skip(1).collect();
     if cases.is_empty() {
@@ -115,7 +111,7 @@ fn main() -> Result<(), String> {
                 two.push(t.elapsed().as_secs_f64());
             }
             // One simulated second: the medians are already per simulated second.
-            let (one, two) = (median(one), median(two));
+            let (one, two) = (median(&mut one), median(&mut two));
             line.push_str(&format!(
                 " {one:.4} / {two:.4} ({:.0} ns) |",
                 one * 1e9 / (bodies as f64 * ticks as f64)

@@ -31,7 +31,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
 use rapier3d::prelude::*;
-use timewarp::bench::{Config, run_once};
+use timewarp::bench::{Config, median, run_once};
 use timewarp::run::{Backend, EngineKind};
 use timewarp::scene::{Scene, Shape, builtin};
 
@@ -149,18 +149,6 @@ fn run_rapier(scene: &Scene, seconds: f64, hz: u32, pool: &rayon::ThreadPool) ->
     });
     std::hint::black_box(&w.bodies);
     start.elapsed().as_secs_f64() / (steps as f64 / hz as f64)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 struct Cell {
@@ -298,10 +286,10 @@ fn main() -> Result<(), String> {
     }
     println!("{head}\n{rule}");
     for c in &cells {
-        let r = median(c.rapier.clone());
+        let r = median(&mut c.rapier.clone());
         let mut line = format!("| {} | {} | {} | {:.4} |", c.scene, c.dynamic, c.threads, r);
         for (_, samples, limited) in &c.timewarp {
-            let t = median(samples.clone());
+            let t = median(&mut samples.clone());
             line.push_str(&format!(
                 " {:.4}{} | {:.2} |",
                 t,

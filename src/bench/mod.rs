@@ -312,7 +312,9 @@ pub struct Row {
     pub speedup: Option<f64>,
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place; the mean of the middle two for an even count, NaN for
+/// none): how every figure of the benches, `peer/` and `examples/floor.rs` is taken.
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
