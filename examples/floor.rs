@@ -19,7 +19,7 @@
 //!
 //! Printed: medians of 7 of wall seconds per simulated second (960 ticks), and nanoseconds per
 //! body-tick on one thread. The bodies fly free, so the scene only sets their number and their
-//! shapes; the first tick's work is the same for every scene of spheres.
+//! shapes: a tick's work is the same for every scene of spheres.
 
 use std::time::Instant;
 
@@ -84,8 +84,9 @@ fn main() -> Result<(), String> {
         "wall seconds per simulated second (960 ticks), medians of {ROUNDS}; 1 thread / 2 threads, \
          ns per body-tick on 1 thread\n"
     );
-    println!("| scene | N | advance | + box | + stored state |");
-    println!("|---|---|---|---|---|");
+    let names: Vec<&str> = LAYERS.iter().map(|&(_, name)| name).collect();
+    println!("| scene | N | {} |", names.join(" | "));
+    println!("|---|---|{}", "---|".repeat(LAYERS.len()));
     for case in &cases {
         let (name, n) = case
             .split_once('=')
