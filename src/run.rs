@@ -47,6 +47,16 @@ impl Default for Backend {
     }
 }
 
+impl Backend {
+    /// The name `--backend` takes (and the cargo feature that compiles it in).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Stm => "stm",
+            Backend::Locks => "locks",
+        }
+    }
+}
+
 impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
@@ -165,11 +175,8 @@ pub fn check_options(scene: &Scene, options: &RunOptions) -> Result<u64, RunErro
 
 /// The guard of the warp engine's shared structures, or an error if this build lacks it.
 fn warp_backend(b: Backend) -> Result<crate::sync::Backend, RunError> {
-    let name = match b {
-        Backend::Stm => "stm",
-        Backend::Locks => "locks",
-    };
-    name.parse::<crate::sync::Backend>()
+    b.name()
+        .parse::<crate::sync::Backend>()
         .map_err(|e| RunError::Invalid(e.to_string()))
 }
 

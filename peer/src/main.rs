@@ -272,10 +272,7 @@ fn main() -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         args.rounds,
         args.seconds,
-        match args.backend {
-            Backend::Stm => "stm",
-            Backend::Locks => "locks",
-        },
+        args.backend.name(),
         args.warp_seconds
     );
     let mut head = String::from("| scene | N | T | rapier |");

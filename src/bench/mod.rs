@@ -195,11 +195,7 @@ pub struct Config {
 
 impl Config {
     pub fn backend_name(&self) -> &'static str {
-        match self.backend {
-            None => "-",
-            Some(Backend::Stm) => "stm",
-            Some(Backend::Locks) => "locks",
-        }
+        self.backend.map_or("-", Backend::name)
     }
 
     /// The same configuration at another thread count.

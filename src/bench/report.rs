@@ -47,7 +47,7 @@ impl Machine {
             timewarp_version: env!("CARGO_PKG_VERSION").into(),
             features: super::compiled_backends()
                 .iter()
-                .map(|b| backend_name(*b).to_string())
+                .map(|b| b.name().to_string())
                 .collect(),
         }
     }
@@ -63,13 +63,6 @@ impl Machine {
             self.timewarp_version,
             self.features.join(", ")
         )
-    }
-}
-
-fn backend_name(b: Backend) -> &'static str {
-    match b {
-        Backend::Stm => "stm",
-        Backend::Locks => "locks",
     }
 }
 
