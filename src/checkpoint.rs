@@ -35,7 +35,7 @@
 //! The thread count and the backend are not saved: committed frames are bit-identical for any
 //! of them (DESIGN.md, "Determinism is a contract"), so a resumed run may use others.
 //!
-//! ## File format (version [`FORMAT_VERSION`]; version 1, without contact groups, is read too)
+//! ## File format (version [`FORMAT_VERSION`]; older versions are refused, see [`OLDEST_VERSION`])
 //!
 //! ```text
 //! offset  size  field
@@ -76,11 +76,12 @@ use crate::warp::group_rules::{Island, check_partition};
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads. Version 2 added the warp engine's state with contact
-/// groups ([`EngineState::WarpGroups`]), a new variant after the others: a version 1 payload
-/// decodes as version 2.
-pub const OLDEST_VERSION: u32 = 1;
+/// groups ([`EngineState::WarpGroups`]); version 3 the bodies' `rolling_resistance` (a field of
+/// every body of the saved scene, and of the frame engine's contacts), so older payloads no
+/// longer decode and are refused by their version.
+pub const OLDEST_VERSION: u32 = 3;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 28;
 
@@ -181,7 +182,7 @@ impl std::fmt::Display for CheckpointError {
                 if *v > FORMAT_VERSION {
                     "; it was written by a newer timewarp"
                 } else {
-                    ""
+                    "; it was written by an older timewarp: run it again to write a new one"
                 }
             ),
             CheckpointError::Truncated { path, have, want } => write!(

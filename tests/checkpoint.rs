@@ -677,12 +677,15 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         d,
         &["future.ck", &format!("version {newer}"), "newer"],
     );
-    // Version 2 only added a variant (the warp engine with contact groups): a file of this
-    // state written as version 1 is read as it was.
-    let mut v1 = good.clone();
-    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
-    put("v1.ck", &v1);
-    ok(&["resume", "v1.ck", "-q"], d);
+    // Version 3 added every body's rolling resistance: an older file is refused by its version.
+    let mut v2 = good.clone();
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    put("v2.ck", &v2);
+    fails(
+        &["resume", "v2.ck"],
+        d,
+        &["v2.ck", "version 2 is not supported", "older timewarp"],
+    );
 
     fails(&["resume", "missing.ck"], d, &["missing.ck"]);
 

@@ -99,6 +99,92 @@ fn negative_radius() {
     );
 }
 
+/// Rolling resistance is a material like friction: checked on a body, in `[defaults]` and in
+/// a grid, with the entry and the key named; a misspelt key is an unknown field.
+#[test]
+fn bad_rolling_resistance() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            "rolling_resistance = -0.1\n",
+            &[
+                "body 1 (line 6)",
+                "rolling_resistance must be between 0 and 1, got -0.1",
+            ],
+        ),
+        (
+            "rolling_resistance = 1.5\n",
+            &[
+                "body 1 (line 6)",
+                "rolling_resistance must be between 0 and 1, got 1.5",
+            ],
+        ),
+        (
+            "rolling_resistance = nan\n",
+            &[
+                "body 1 (line 6)",
+                "rolling_resistance must be finite, got NaN",
+            ],
+        ),
+        (
+            "rolling_resistance = \"high\"\n",
+            &[
+                "s.toml:10:",
+                "rolling_resistance: invalid type: string \"high\", expected f32",
+            ],
+        ),
+        (
+            "rolling_resistence = 0.1\n",
+            &["s.toml:10:", "unknown field `rolling_resistence`"],
+        ),
+        ("", &[]),
+    ];
+    for (line, needles) in cases {
+        scene_file(
+            dir.path(),
+            "s.toml",
+            &format!(
+                "{SPHERE}\n[[body]]\nshape = \"sphere\"\nradius = 1.0\nposition = [5, 1, 0]\n{line}"
+            ),
+        );
+        if line.is_empty() {
+            let out = timewarp(
+                &["run", "s.toml", "--seconds", "0.1", "--quiet"],
+                dir.path(),
+            );
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        } else {
+            fails(&["run", "s.toml"], dir.path(), needles);
+        }
+    }
+    scene_file(
+        dir.path(),
+        "s.toml",
+        &format!("[defaults]\nrolling_resistance = -2\n\n{SPHERE}"),
+    );
+    fails(
+        &["run", "s.toml"],
+        dir.path(),
+        &[
+            "defaults",
+            "rolling_resistance must be between 0 and 1, got -2",
+        ],
+    );
+    scene_file(
+        dir.path(),
+        "s.toml",
+        "[[grid]]\nshape = \"sphere\"\nradius = 0.5\nrolling_resistance = 2\ncount = [2, 1, 1]\nspacing = [2, 2, 2]\norigin = [0, 1, 0]\n",
+    );
+    fails(
+        &["run", "s.toml"],
+        dir.path(),
+        &[
+            "grid 0",
+            "rolling_resistance must be between 0 and 1, got 2",
+        ],
+    );
+}
+
 #[test]
 fn nan_position() {
     let dir = tempfile::tempdir().unwrap();

@@ -45,6 +45,7 @@ fn body(shape: Shape, position: Vec3, velocity: Vec3) -> BodyDesc {
         mass: 1.0,
         restitution: 0.5,
         friction: 0.3,
+        rolling_resistance: 0.0,
         is_static: false,
     }
 }

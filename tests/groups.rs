@@ -236,8 +236,8 @@ fn grouped_reference_pyramids_1100() {
 
 /// The issue's `avalanche` 300 check on the rules, in the grouped reference: 20 s with no NaN,
 /// no body through the ramp or the ground, and everything asleep at the end (the spheres that
-/// roll off the ramp onto the endless flat ground stop by rolling resistance, see
-/// `ROLLING_RESISTANCE`; the frame engine, without it, ends with most of them rolling). About
+/// roll off the ramp onto the endless flat ground stop by their rolling resistance, see
+/// `AVALANCHE_ROCK_ROLLING`; without it most of them still roll at 20 s). About
 /// 20-100 s in release: `cargo test --release --test groups -- --ignored --nocapture avalanche`.
 #[test]
 #[ignore]
@@ -283,21 +283,23 @@ fn grouped_reference_avalanche_300() {
     assert!(awake.is_empty(), "{} groups awake at 20 s", awake.len());
 }
 
-/// Rolling and spinning resistance (`ROLLING_RESISTANCE`, c) against the analytic rates: a
+/// Rolling and spinning resistance (the material `rolling_resistance`, c) against the
+/// analytic rates, in the grouped reference: a
 /// sphere rolling without slipping decelerates at `(5/7) c g` (the resisting torque `c r m g`
 /// shared between the spin and the friction force); a sphere spinning about the vertical
 /// loses `c r m g / I = (5/2) c g / r` rad/s per second and stops, then sleeps.
 #[test]
 fn rolling_and_spinning_spheres_slow_down_at_the_analytic_rates() {
-    use timewarp::warp::group_rules::ROLLING_RESISTANCE;
+    let c = 0.2;
     let r = 0.5;
     let mut roller = body(Shape::Sphere { radius: r }, Vec3::new(0.0, r, 0.0), 1.0);
     roller.velocity = Vec3::new(5.0, 0.0, 0.0);
     roller.angular_velocity = Vec3::new(0.0, 0.0, -5.0 / r);
     let mut spinner = body(Shape::Sphere { radius: r }, Vec3::new(0.0, r, 10.0), 1.0);
+    roller.rolling_resistance = c;
     spinner.angular_velocity = Vec3::new(0.0, 10.0, 0.0);
+    spinner.rolling_resistance = c;
     let (_, run) = run_every(vec![ground(), roller, spinner], 3.0, 480);
-    let c = ROLLING_RESISTANCE;
     // Frames at 0, 0.5, 1.0, ... s.
     let v1 = run.frames[2][0].velocity.x;
     let want = 5.0 - 5.0 / 7.0 * c * G;

@@ -1,9 +1,11 @@
 //! Physics validation against analytic mechanics: ballistic flight, bouncing with restitution,
-//! elastic collision, rolling down an incline and resting contact, each on **both** engines
-//! (the frame engine, stepping at 1/60 s, and the warp engine, every body on its own clock in
-//! ticks of 1/960 s); then, on the frame engine, a stacked pyramid, sleep and wake, and
+//! elastic collision, rolling down an incline, rolling resistance and resting contact, each on
+//! **every** engine as users run them: the frame engine (stepping at 1/60 s), the warp engine
+//! with contact groups (its default: bodies in slow contact fuse into islands stepped by the
+//! island solver) and without them (every body on its own clock in ticks of 1/960 s, contacts
+//! as impulses). Then, on the frame engine, a stacked pyramid, sleep and wake, and
 //! bit-identical results across thread counts (the warp engine's determinism is checked in
-//! `tests/warp.rs` and `tests/warp_determinism.rs`; its pyramids need contact groups).
+//! `tests/warp.rs` and `tests/warp_determinism.rs`, its pyramids in `tests/warp_groups.rs`).
 //!
 //! The long ones are meant for `cargo test --release --test physics`.
 
@@ -31,12 +33,33 @@ fn engine(scene: &Scene, threads: usize) -> FrameEngine {
 #[derive(Clone, Copy, Debug)]
 enum Engine {
     Frame,
+    /// The warp engine without contact groups (`--groups off`).
     Warp,
+    /// The warp engine with contact groups (`--groups on`, the default of `timewarp run`).
+    WarpGroups,
+}
+
+/// One `#[test]` per engine for an analytic check `fn(Engine)`.
+macro_rules! on_every_engine {
+    ($check:ident: $frame:ident, $warp:ident, $groups:ident) => {
+        #[test]
+        fn $frame() {
+            $check(Engine::Frame);
+        }
+        #[test]
+        fn $warp() {
+            $check(Engine::Warp);
+        }
+        #[test]
+        fn $groups() {
+            $check(Engine::WarpGroups);
+        }
+    };
 }
 
 /// Every body's state (scene order, statics included) at frames `0..=frames` (1/60 s apart).
 fn simulate(scene: &Scene, engine: Engine, frames: u64) -> Vec<Vec<BodyState>> {
-    match engine {
+    let groups = match engine {
         Engine::Frame => {
             let mut e = self::engine(scene, 1);
             let mut out = vec![e.states().to_vec()];
@@ -44,32 +67,33 @@ fn simulate(scene: &Scene, engine: Engine, frames: u64) -> Vec<Vec<BodyState>> {
                 e.step();
                 out.push(e.states().to_vec());
             }
-            out
+            return out;
         }
-        Engine::Warp => {
-            let all: Vec<BodyState> = scene.bodies.iter().map(BodyState::from_desc).collect();
-            let dynamic: Vec<usize> = (0..scene.bodies.len())
-                .filter(|&i| !scene.bodies[i].is_static)
-                .collect();
-            let config = WarpConfig {
-                threads: 2,
-                ..WarpConfig::default()
-            };
-            let ticks = frames * u64::from(scene.world.frame_ticks);
-            let mut out = Vec::new();
-            run_warp(scene, config, ticks, &mut |_, states| {
-                let mut f = all.clone();
-                for (&i, s) in dynamic.iter().zip(states) {
-                    f[i] = *s;
-                }
-                out.push(f);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(out.len() as u64, frames + 1);
-            out
+        Engine::Warp => false,
+        Engine::WarpGroups => true,
+    };
+    let all: Vec<BodyState> = scene.bodies.iter().map(BodyState::from_desc).collect();
+    let dynamic: Vec<usize> = (0..scene.bodies.len())
+        .filter(|&i| !scene.bodies[i].is_static)
+        .collect();
+    let config = WarpConfig {
+        threads: 2,
+        groups,
+        ..WarpConfig::default()
+    };
+    let ticks = frames * u64::from(scene.world.frame_ticks);
+    let mut out = Vec::new();
+    run_warp(scene, config, ticks, &mut |_, states| {
+        let mut f = all.clone();
+        for (&i, s) in dynamic.iter().zip(states) {
+            f[i] = *s;
         }
-    }
+        out.push(f);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(out.len() as u64, frames + 1);
+    out
 }
 
 /// Seconds at frame `k`.
@@ -77,15 +101,7 @@ fn time_of(k: usize) -> f32 {
     k as f32 / 60.0
 }
 
-#[test]
-fn projectile_follows_the_parabola() {
-    parabola(Engine::Frame);
-}
-
-#[test]
-fn warp_projectile_follows_the_parabola() {
-    parabola(Engine::Warp);
-}
+on_every_engine!(parabola: projectile_follows_the_parabola, warp_projectile_follows_the_parabola, warp_groups_projectile_follows_the_parabola);
 
 fn parabola(engine: Engine) {
     let g = Vec3::new(0.0, -G, 0.0);
@@ -111,15 +127,7 @@ fn parabola(engine: Engine) {
     );
 }
 
-#[test]
-fn bounce_heights_scale_with_restitution_squared() {
-    bounces(Engine::Frame);
-}
-
-#[test]
-fn warp_bounce_heights_scale_with_restitution_squared() {
-    bounces(Engine::Warp);
-}
+on_every_engine!(bounces: bounce_heights_scale_with_restitution_squared, warp_bounce_heights_scale_with_restitution_squared, warp_groups_bounce_heights_scale_with_restitution_squared);
 
 fn bounces(engine: Engine) {
     let e_rest = 0.8;
@@ -164,15 +172,7 @@ fn bounces(engine: Engine) {
     }
 }
 
-#[test]
-fn elastic_head_on_collision_swaps_velocities() {
-    elastic_swap(Engine::Frame);
-}
-
-#[test]
-fn warp_elastic_head_on_collision_swaps_velocities() {
-    elastic_swap(Engine::Warp);
-}
+on_every_engine!(elastic_swap: elastic_head_on_collision_swaps_velocities, warp_elastic_head_on_collision_swaps_velocities, warp_groups_elastic_head_on_collision_swaps_velocities);
 
 fn elastic_swap(engine: Engine) {
     let mut a = body(sphere(0.5), Vec3::new(-2.0, 0.0, 0.0), 2.0);
@@ -208,16 +208,10 @@ fn elastic_swap(engine: Engine) {
     );
 }
 
-#[test]
-fn sphere_rolls_down_an_incline() {
-    incline(Engine::Frame);
-}
+on_every_engine!(incline: sphere_rolls_down_an_incline, warp_sphere_rolls_down_an_incline, warp_groups_sphere_rolls_down_an_incline);
 
-#[test]
-fn warp_sphere_rolls_down_an_incline() {
-    incline(Engine::Warp);
-}
-
+/// A sphere (r 0.5, 1 kg, friction 0.6) released on a 30° slope (friction 0.6) rolls without
+/// slipping: `(5/7) g sin θ t² / 2` down the slope, 7.007 m in 2 s (no rolling resistance).
 fn incline(engine: Engine) {
     let theta = 30f32.to_radians();
     let q = Quat::from_rotation_z(theta);
@@ -232,17 +226,23 @@ fn incline(engine: Engine) {
     );
     ramp.rotation = q;
     ramp.is_static = true;
+    ramp.friction = 0.6;
     let r = 0.5;
     let start = n * (0.5 + r) - down * 10.0;
-    let ball = body(sphere(r), start, 1.0);
+    let mut ball = body(sphere(r), start, 1.0);
+    ball.friction = 0.6;
     let scene = Scene {
         world: world(Vec3::new(0.0, -G, 0.0)),
         bodies: vec![ramp, ball],
     };
-    let t = time_of(90);
-    let s = simulate(&scene, engine, 90).pop().unwrap()[1];
+    let t = time_of(120);
+    let s = simulate(&scene, engine, 120).pop().unwrap()[1];
     let travelled = (s.position - start).dot(down);
     let expect = 0.5 * (5.0 / 7.0) * G * theta.sin() * t * t;
+    println!(
+        "incline, {engine:?}: rolled {travelled} m in {t} s, expected {expect} m ({:+.2}%)",
+        100.0 * (travelled / expect - 1.0)
+    );
     assert!(
         (travelled - expect).abs() <= 0.03 * expect,
         "{engine:?}: rolled {travelled} m in {t} s, expected {expect} m"
@@ -258,6 +258,50 @@ fn incline(engine: Engine) {
     assert!(off.abs() < 0.01, "{engine:?}: {off} m off the surface");
 }
 
+on_every_engine!(rolling_resistance: rolling_resistance_slows_a_ball_at_the_analytic_rate, warp_rolling_resistance_slows_a_ball_at_the_analytic_rate, warp_groups_rolling_resistance_slows_a_ball_at_the_analytic_rate);
+
+/// Rolling resistance c (the scene material, mixed as the larger of the two bodies'): a sphere
+/// rolling without slipping on flat ground meets a resisting torque `c r m g`, shared between
+/// its spin and the friction force, so it slows at `(5/7) c g` (1.40 m/s² at c = 0.2). Here
+/// the ball carries c and the ground none for one value, and the ground carries it for the
+/// other; the deceleration is measured between 0.25 s and 1.25 s.
+fn rolling_resistance(engine: Engine) {
+    for (ball_c, ground_c) in [(0.2, 0.0), (0.0, 0.05)] {
+        let r = 0.5;
+        let mut ball = body(sphere(r), Vec3::new(0.0, r, 0.0), 1.0);
+        ball.velocity = Vec3::new(5.0, 0.0, 0.0);
+        ball.angular_velocity = Vec3::new(0.0, 0.0, -5.0 / r);
+        ball.rolling_resistance = ball_c;
+        let mut floor = ground();
+        floor.rolling_resistance = ground_c;
+        let scene = Scene {
+            world: world(Vec3::new(0.0, -G, 0.0)),
+            bodies: vec![floor, ball],
+        };
+        let frames = simulate(&scene, engine, 75);
+        let (v0, v1) = (frames[15][1].velocity.x, frames[75][1].velocity.x);
+        let measured = (v0 - v1) / (time_of(75) - time_of(15));
+        let c = f32::max(ball_c, ground_c);
+        let expect = 5.0 / 7.0 * c * G;
+        println!(
+            "rolling resistance {c}, {engine:?}: slows at {measured} m/s², expected {expect} ({:+.2}%)",
+            100.0 * (measured / expect - 1.0)
+        );
+        assert!(
+            (measured - expect).abs() <= 0.05 * expect,
+            "{engine:?}, resistance {c}: slows at {measured} m/s², expected {expect}"
+        );
+        // Still rolling, not sliding, and on the ground.
+        let s = frames[75][1];
+        let contact_v = s.velocity + s.angular_velocity.cross(-Vec3::Y * r);
+        assert!(
+            contact_v.length() < 0.05 * s.velocity.length(),
+            "{engine:?}: slipping: {contact_v:?}"
+        );
+        assert!((s.position.y - r).abs() < 0.01, "{engine:?}: at {s:?}");
+    }
+}
+
 fn resting_box() -> (BodyDesc, Scene) {
     let b = body(unit_box(), Vec3::new(0.3, 0.5, -0.2), 1.0);
     let scene = Scene {
@@ -269,10 +313,19 @@ fn resting_box() -> (BodyDesc, Scene) {
 
 #[test]
 fn warp_box_rests_without_drift() {
+    box_rests(Engine::Warp);
+}
+
+#[test]
+fn warp_groups_box_rests_without_drift() {
+    box_rests(Engine::WarpGroups);
+}
+
+fn box_rests(engine: Engine) {
     let (b, scene) = resting_box();
-    for f in simulate(&scene, Engine::Warp, 600) {
+    for f in simulate(&scene, engine, 600) {
         let drift = (f[1].position - b.position).length();
-        assert!(drift < 1e-3, "drifted {drift} m");
+        assert!(drift < 1e-3, "{engine:?}: drifted {drift} m");
     }
 }
 

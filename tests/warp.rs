@@ -135,6 +135,7 @@ fn head_on_collision_swaps_velocities() {
         mass: 2.0,
         restitution: 1.0,
         friction: 0.0,
+        rolling_resistance: 0.0,
         is_static: false,
     };
     let scene = Scene {

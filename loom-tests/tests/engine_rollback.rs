@@ -133,6 +133,7 @@ fn ball(x: f32, vx: f32) -> BodyDesc {
         mass: 1.0,
         restitution: 0.5,
         friction: 0.0,
+        rolling_resistance: 0.0,
         is_static: false,
     }
 }

@@ -9,7 +9,7 @@ use super::engine::{FrameEngine, NONE, SPECULATIVE_DISTANCE};
 use crate::dynamics::BodyState;
 use crate::geometry::{Manifold, Pose, collide};
 use crate::islands::ContactId;
-use crate::scene::{mix_friction, mix_restitution};
+use crate::scene::{mix_friction, mix_restitution, mix_rolling_resistance};
 use rayon::prelude::*;
 
 /// A contact pair, kept sorted by `key = a << 32 | b` (`a < b`).
@@ -19,6 +19,7 @@ pub(super) struct Contact {
     pub(super) manifold: Manifold,
     pub(super) friction: f32,
     pub(super) restitution: f32,
+    pub(super) rolling_resistance: f32,
     /// The manifold has points (an island edge).
     pub(super) touching: bool,
     /// Recomputed this step (false: frozen between two resting bodies).
@@ -91,6 +92,10 @@ impl FrameEngine {
                     manifold: Manifold::default(),
                     friction: mix_friction(self.friction[a], self.friction[b]),
                     restitution: mix_restitution(self.restitution[a], self.restitution[b]),
+                    rolling_resistance: mix_rolling_resistance(
+                        self.rolling_resistance[a],
+                        self.rolling_resistance[b],
+                    ),
                     touching: false,
                     active: true,
                     edge: NONE,

@@ -83,6 +83,7 @@ pub struct FrameEngine {
     pub(super) masses: Vec<MassProps>,
     pub(super) restitution: Vec<f32>,
     pub(super) friction: Vec<f32>,
+    pub(super) rolling_resistance: Vec<f32>,
     pub(super) extents: Vec<f32>,
     pub(super) is_static: Vec<bool>,
     pub(super) planes: Vec<u32>,
@@ -235,6 +236,7 @@ impl FrameEngine {
                 .collect(),
             restitution: bodies.iter().map(|b| b.restitution).collect(),
             friction: bodies.iter().map(|b| b.friction).collect(),
+            rolling_resistance: bodies.iter().map(|b| b.rolling_resistance).collect(),
             extents: bodies
                 .iter()
                 .zip(&is_static)
@@ -523,16 +525,19 @@ impl FrameEngine {
                         is_round: matches!(shapes[i], Shape::Sphere { .. }),
                         inv_inertia: masses[i].inv_inertia_local.x,
                     };
-                    *slot = ContactConstraint::new(
-                        side(c.a()),
-                        side(c.b()),
-                        &c.manifold,
-                        c.friction,
-                        c.restitution,
-                        ci,
-                        points,
-                        first,
-                    );
+                    *slot = ContactConstraint {
+                        rolling_resistance: c.rolling_resistance,
+                        ..ContactConstraint::new(
+                            side(c.a()),
+                            side(c.b()),
+                            &c.manifold,
+                            c.friction,
+                            c.restitution,
+                            ci,
+                            points,
+                            first,
+                        )
+                    };
                     first += c.manifold.count;
                 }
                 solve_island(&params, bodies, constraints, points);
@@ -630,6 +635,7 @@ mod tests {
             mass: 1.0,
             restitution: 0.3,
             friction: 0.5,
+            rolling_resistance: 0.0,
             is_static,
         };
         let mut bodies = vec![desc(

@@ -51,6 +51,7 @@ struct GridFile {
     density: Option<f32>,
     restitution: Option<f32>,
     friction: Option<f32>,
+    rolling_resistance: Option<f32>,
     #[serde(rename = "static")]
     is_static: Option<bool>,
     count: [i64; 3],
@@ -78,6 +79,7 @@ impl From<GridFile> for GridSpec {
                 density: g.density,
                 restitution: g.restitution,
                 friction: g.friction,
+                rolling_resistance: g.rolling_resistance,
                 is_static: g.is_static,
             },
             count: g.count,
@@ -97,15 +99,31 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The bare key of the `key = value` line whose value holds byte `offset`, if any: so that a
+/// value of the wrong type is reported with its key (`rolling_resistance: invalid type: ...`),
+/// not only its line and column.
+fn key_before(text: &str, offset: usize) -> Option<&str> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let (key, _) = text[start..offset].split_once('=')?;
+    let key = key.trim();
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    (!key.is_empty() && key.chars().all(bare)).then_some(key)
+}
+
 /// Parses a scene file's text into a description (not yet validated).
 pub fn parse_toml(text: &str) -> Result<SceneBuilder, SceneError> {
     let file: FileSpec = toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        let message = e.message().trim().replace('\n', " ");
         SceneError::Parse {
             path: None,
             line,
             column,
-            message: e.message().trim().replace('\n', " "),
+            message: match e.span().and_then(|s| key_before(text, s.start)) {
+                Some(key) => format!("{key}: {message}"),
+                None => message,
+            },
         }
     })?;
     let mut entries: Vec<(usize, Item)> = Vec::with_capacity(file.body.len() + file.grid.len());
@@ -201,6 +219,9 @@ fn write_body_fields(out: &mut String, b: &BodySpec) {
     }
     if let Some(f) = b.friction {
         line("friction", num(f));
+    }
+    if let Some(c) = b.rolling_resistance {
+        line("rolling_resistance", num(c));
     }
     if let Some(s) = b.is_static {
         line("static", s.to_string());

@@ -31,7 +31,8 @@ pub use load::{from_toml_str, load, parse_toml, to_toml};
 pub use model::*;
 pub use rng::SplitMix64;
 pub use spec::{
-    BodySpec, DEFAULT_DENSITY, DEFAULT_FRICTION, DEFAULT_RESTITUTION, GridSpec, Item,
-    MAX_ANGULAR_SPEED, MAX_BODIES, MAX_COORDINATE, MAX_GRAVITY, MAX_SIZE, MAX_SPEED,
-    QUAT_TOLERANCE, SceneBuilder, WorldSpec, shape_volume,
+    BodySpec, DEFAULT_DENSITY, DEFAULT_FRICTION, DEFAULT_RESTITUTION, DEFAULT_ROLLING_RESISTANCE,
+    GridSpec, Item, MAX_ANGULAR_SPEED, MAX_BODIES, MAX_COORDINATE, MAX_GRAVITY,
+    MAX_ROLLING_RESISTANCE, MAX_SIZE, MAX_SPEED, QUAT_TOLERANCE, SceneBuilder, WorldSpec,
+    shape_volume,
 };

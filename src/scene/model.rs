@@ -70,6 +70,11 @@ pub struct BodyDesc {
     pub mass: f32,
     pub restitution: f32,
     pub friction: f32,
+    /// Rolling and spinning resistance (Box2D v3's `rollingResistance`, dimensionless): a
+    /// contact resists its bodies' relative rotation with an angular impulse of at most this
+    /// times the lever (centre to contact point) times the normal impulse. 0 (the default)
+    /// is none: a ball rolls on flat ground forever, as in Box2D and rapier.
+    pub rolling_resistance: f32,
     pub is_static: bool,
 }
 
@@ -90,4 +95,10 @@ pub fn mix_restitution(a: f32, b: f32) -> f32 {
 #[inline]
 pub fn mix_friction(a: f32, b: f32) -> f32 {
     (a * b).sqrt()
+}
+
+/// Two touching bodies combine their rolling resistance as Box2D v3 does: the larger.
+#[inline]
+pub fn mix_rolling_resistance(a: f32, b: f32) -> f32 {
+    a.max(b)
 }

@@ -17,7 +17,8 @@
 //!   axis, drawn x, y, z for each body in fill order from SplitMix64 seeded with `seed` (0 when
 //!   absent).
 //! - **Defaults.** A field missing from an entry comes from `[defaults]`, else from the built-in
-//!   defaults: restitution [`DEFAULT_RESTITUTION`], friction [`DEFAULT_FRICTION`], density
+//!   defaults: restitution [`DEFAULT_RESTITUTION`], friction [`DEFAULT_FRICTION`], rolling
+//!   resistance [`DEFAULT_ROLLING_RESISTANCE`], density
 //!   [`DEFAULT_DENSITY`], rotation identity, position, velocities zero, dynamic. `[defaults]`
 //!   fields apply only where they make sense (a default `radius` does not reach boxes, a default
 //!   `density` does not reach static bodies); a field written on an entry itself that does not
@@ -26,6 +27,7 @@
 //!   two and then ignores the defaults' pair. Static bodies get mass 0 and may not give either.
 //! - **Values.** Every number finite (after conversion to f32); radius, half extents,
 //!   half height, mass and density positive; restitution in [0, 1]; friction non-negative;
+//!   rolling resistance in [0, [`MAX_ROLLING_RESISTANCE`]];
 //!   rotations unit quaternions within [`QUAT_TOLERANCE`], then normalised. Numbers computed
 //!   from finite ones must be finite too: a grid body's position (origin + spacing x index +
 //!   jitter) and a plane's offset over its normal's length can overflow f32 and are errors then.
@@ -56,6 +58,14 @@ use super::rng::SplitMix64;
 pub const DEFAULT_RESTITUTION: f32 = 0.0;
 /// Friction of a body that names none (here or in `[defaults]`).
 pub const DEFAULT_FRICTION: f32 = 0.5;
+/// Rolling resistance of a body that names none (here or in `[defaults]`): none, as in Box2D
+/// v3 (`b2DefaultShapeDef`) and rapier (which has none at all).
+pub const DEFAULT_ROLLING_RESISTANCE: f32 = 0.0;
+/// The largest rolling resistance accepted. The coefficient is the offset of the normal force
+/// ahead of the point below the centre, over the lever (the resisting torque is at most
+/// `rolling_resistance × lever × normal force`): a normal force cannot act outside the body,
+/// so the offset is at most the lever. At 1 a sphere stays put on a 45° slope without rolling.
+pub const MAX_ROLLING_RESISTANCE: f32 = 1.0;
 /// Density (kg/m³) of a dynamic body that names neither mass nor density.
 pub const DEFAULT_DENSITY: f32 = 1000.0;
 /// How far a rotation's norm may be from 1 before it is an error rather than normalised.
@@ -98,6 +108,9 @@ pub struct BodySpec {
     pub density: Option<f32>,
     pub restitution: Option<f32>,
     pub friction: Option<f32>,
+    /// Rolling (and spinning) resistance, Box2D v3's `rollingResistance`: see
+    /// [`BodyDesc::rolling_resistance`].
+    pub rolling_resistance: Option<f32>,
     #[serde(rename = "static")]
     pub is_static: Option<bool>,
 }
@@ -229,6 +242,11 @@ impl BodySpec {
 
     pub fn friction(mut self, mu: f32) -> Self {
         self.friction = Some(mu);
+        self
+    }
+
+    pub fn rolling_resistance(mut self, c: f32) -> Self {
+        self.rolling_resistance = Some(c);
         self
     }
 
@@ -601,6 +619,14 @@ fn check_fields(s: &BodySpec) -> Result<(), String> {
             return Err(format!("friction must not be negative, got {mu}"));
         }
     }
+    if let Some(c) = s.rolling_resistance {
+        finite("rolling_resistance", c)?;
+        if !(0.0..=MAX_ROLLING_RESISTANCE).contains(&c) {
+            return Err(format!(
+                "rolling_resistance must be between 0 and {MAX_ROLLING_RESISTANCE}, got {c}"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -822,6 +848,10 @@ fn resolve_body(s: &BodySpec, d: &BodySpec) -> Result<BodyDesc, String> {
             .or(d.restitution)
             .unwrap_or(DEFAULT_RESTITUTION),
         friction: s.friction.or(d.friction).unwrap_or(DEFAULT_FRICTION),
+        rolling_resistance: s
+            .rolling_resistance
+            .or(d.rolling_resistance)
+            .unwrap_or(DEFAULT_ROLLING_RESISTANCE),
         is_static,
     })
 }

@@ -28,8 +28,8 @@
 //!    group that is kicked wakes.
 //! 4. **Step**: a group adds its kicks to its bodies' velocities (canonical order), then solves
 //!    its own contacts and its static contacts for one tick with the island solver (one substep
-//!    of one tick, with rolling and spinning resistance: [`ROLLING_RESISTANCE`] for round
-//!    bodies, [`BOX_ROLLING_RESISTANCE`] for boxes), warm-started
+//!    of one tick, with the bodies' rolling resistance mixed per contact as the larger of the
+//!    two, Box2D v3's rule), warm-started
 //!    from its impulses of the tick before. A group with no contact at all (a body in flight)
 //!    moves by rules 3 and 4 of [`super::rules`]: kicks, then free flight. A sleeping group does
 //!    not move at all.
@@ -51,7 +51,7 @@ use crate::dynamics::{
     solve_island,
 };
 use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
-use crate::scene::{Shape, mix_friction, mix_restitution};
+use crate::scene::{Shape, mix_friction, mix_restitution, mix_rolling_resistance};
 
 /// A group splits once its bodies have been disconnected this many ticks in a row (one frame).
 pub const SPLIT_TICKS: u32 = 16;
@@ -60,31 +60,6 @@ pub const FUSE_SPEED: f32 = 0.5;
 /// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
 /// they rest, and the solver's speculative points stop an approach before it penetrates.
 pub const GROUP_MARGIN: f32 = 0.005;
-/// Rolling and spinning resistance of round bodies (spheres and cylinders) in contacts within
-/// groups (dimensionless: the largest resisting torque is this times the contact's lever times
-/// its normal force; a contact takes the larger of its two bodies' values, a static side
-/// counting 0, as Box2D v3 mixes `rollingResistance`): a sphere on the ground slows at about
-/// `(5/7) × 0.2 × g ≈ 1.4 m/s²` and a sphere spinning about the vertical stops, instead of
-/// either going on forever. A sphere still rolls down a slope steeper than `atan 0.2 ≈ 11°`.
-/// Chosen for `avalanche`: its spheres leave the 30° ramp at up to about 14 m/s onto the
-/// endless flat ground; at 0.05 (0.35 m/s²) many were still rolling at 20 s, at 0.2 the whole
-/// scene (300 bodies, grouped reference) is asleep by 20 s.
-pub const ROLLING_RESISTANCE: f32 = 0.2;
-/// The same for boxes, which do not roll: it only damps the spin left on a resting box. Kept
-/// low: at 0.2 a box contact resists tipping, and a box knocked to the edge of a stack stays
-/// on it (`tests/groups.rs`).
-pub const BOX_ROLLING_RESISTANCE: f32 = 0.05;
-
-/// A body's own rolling resistance: [`ROLLING_RESISTANCE`] for round shapes,
-/// [`BOX_ROLLING_RESISTANCE`] for boxes, 0 for the rest (planes are static).
-fn rolling_resistance_of(shape: &Shape) -> f32 {
-    match shape {
-        Shape::Sphere { .. } | Shape::Cylinder { .. } => ROLLING_RESISTANCE,
-        Shape::Cuboid { .. } => BOX_ROLLING_RESISTANCE,
-        _ => 0.0,
-    }
-}
-
 /// A body may sleep when its speed plus the speed of its farthest point from spinning
 /// (`|v| + extent |w|`, as Box2D v3 measures it) is at most this (m/s).
 pub const SLEEP_SPEED: f32 = 0.05;
@@ -568,8 +543,7 @@ fn solve_contacts(
             is_round: matches!(rules.shapes[b as usize], Shape::Sphere { .. }),
             inv_inertia: rules.masses[b as usize].inv_inertia_local.x,
         };
-        // The other side, the mixed materials, and its own rolling resistance (a static
-        // body has none: the contact takes the dynamic body's).
+        // The other side and the mixed materials.
         let (other, restitution, friction, resistance) = if o & STATIC_SIDE != 0 {
             let st = rules
                 .statics
@@ -587,7 +561,10 @@ fn solve_contacts(
                 side,
                 mix_restitution(rules.restitution[*a as usize], st.restitution),
                 mix_friction(rules.friction[*a as usize], st.friction),
-                0.0,
+                mix_rolling_resistance(
+                    rules.rolling_resistance[*a as usize],
+                    st.rolling_resistance,
+                ),
             )
         } else {
             (
@@ -597,11 +574,14 @@ fn solve_contacts(
                     rules.restitution[*o as usize],
                 ),
                 mix_friction(rules.friction[*a as usize], rules.friction[*o as usize]),
-                rolling_resistance_of(&rules.shapes[*o as usize]),
+                mix_rolling_resistance(
+                    rules.rolling_resistance[*a as usize],
+                    rules.rolling_resistance[*o as usize],
+                ),
             )
         };
         constraints.push(ContactConstraint {
-            rolling_resistance: rolling_resistance_of(&rules.shapes[*a as usize]).max(resistance),
+            rolling_resistance: resistance,
             ..ContactConstraint::new(
                 side(*a),
                 other,

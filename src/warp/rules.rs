@@ -37,6 +37,11 @@
 //!    static body along the normal by [`STATIC_CORRECTION`] of its depth beyond
 //!    [`STATIC_SLOP`], so that resting bodies do not sink by the `g dt^2 / 2` of every tick.
 //!    Both depend only on the body's pre-event state at `k`.
+//!    **2c. Rolling resistance.** A contact whose bodies have rolling resistance (the scene's
+//!    material, mixed as the larger of the two) adds, after its impulse, the angular impulse
+//!    that stops the two bodies' relative rotation, clamped to the resistance times the lever
+//!    times the normal impulse ([`rolling_impulse`], the island solver's rule for one contact):
+//!    a ball rolling on the ground slows at `(5/7) c g` in every engine.
 //! 3. **Canonical order.** Each contact contributes a change of linear and angular velocity,
 //!    computed from the pre-event states only (never from the result of another contact at the
 //!    same tick, so no entity needs another's intermediate state). The changes are added to
@@ -46,10 +51,10 @@
 //! 4. **Flight.** The post-event state flies freely for one tick ([`free_flight`] with
 //!    `dt = 1 / ticks_per_second`), which gives the pre-event state at `k + 1`.
 
-use crate::dynamics::{BodyState, MassProps, free_flight, resolve};
+use crate::dynamics::{BodyState, MassProps, free_flight, resolve, rolling_impulse};
 use crate::geometry::{Aabb, Manifold, Pose, collide, lowest_along, shape_aabb};
-use crate::scene::{Scene, Shape, mix_friction, mix_restitution};
-use glam::Vec3;
+use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
+use glam::{Mat3, Vec3};
 
 /// Boxes are grown by this much (m), so that a touching pair always overlaps.
 pub const AABB_MARGIN: f32 = 1e-3;
@@ -72,6 +77,15 @@ pub struct Kick {
     pub dp: Vec3,
 }
 
+/// A contact between two dynamic bodies A < B (rule 2): the impulse and the angular impulse of
+/// rolling resistance on B (A gets their opposites), at `point`, along `normal` from A to B.
+struct PairContact {
+    impulse: Vec3,
+    angular: Vec3,
+    point: Vec3,
+    normal: Vec3,
+}
+
 /// The static description of a scene for the per-tick rules.
 #[derive(Clone, Debug)]
 pub struct Rules {
@@ -80,6 +94,7 @@ pub struct Rules {
     pub masses: Vec<MassProps>,
     pub restitution: Vec<f32>,
     pub friction: Vec<f32>,
+    pub rolling_resistance: Vec<f32>,
     /// Scene index of each dynamic body.
     pub scene_index: Vec<u32>,
     /// Initial states of the dynamic bodies.
@@ -102,6 +117,7 @@ pub struct StaticBody {
     pub aabb: Aabb,
     pub restitution: f32,
     pub friction: f32,
+    pub rolling_resistance: f32,
 }
 
 impl Rules {
@@ -119,6 +135,7 @@ impl Rules {
             masses: Vec::new(),
             restitution: Vec::new(),
             friction: Vec::new(),
+            rolling_resistance: Vec::new(),
             scene_index: Vec::new(),
             initial: Vec::new(),
             statics: Vec::new(),
@@ -138,6 +155,7 @@ impl Rules {
                         .expanded(AABB_MARGIN),
                     restitution: b.restitution,
                     friction: b.friction,
+                    rolling_resistance: b.rolling_resistance,
                 });
                 continue;
             }
@@ -157,6 +175,7 @@ impl Rules {
             r.masses.push(m);
             r.restitution.push(b.restitution);
             r.friction.push(b.friction);
+            r.rolling_resistance.push(b.rolling_resistance);
             r.scene_index.push(i as u32);
             r.initial.push(state);
         }
@@ -232,6 +251,19 @@ impl Rules {
         b: usize,
         sb: &BodyState,
     ) -> Option<(Vec3, Vec3, Vec3)> {
+        self.pair_contact(a, sa, b, sb)
+            .map(|c| (c.impulse, c.point, c.normal))
+    }
+
+    /// [`Rules::pair_impulse`] with the contact's rolling resistance: the angular impulse on
+    /// `b` ([`rolling_impulse`] after the contact's impulse), zero when neither body has any.
+    fn pair_contact(
+        &self,
+        a: usize,
+        sa: &BodyState,
+        b: usize,
+        sb: &BodyState,
+    ) -> Option<PairContact> {
         debug_assert!(a < b);
         let m = collide(
             &self.shapes[a],
@@ -251,7 +283,33 @@ impl Rules {
             mix_restitution(self.restitution[a], self.restitution[b]),
             mix_friction(self.friction[a], self.friction[b]),
         );
-        (r.impulse != Vec3::ZERO && r.impulse.is_finite()).then_some((r.impulse, point, m.normal))
+        if !(r.impulse != Vec3::ZERO && r.impulse.is_finite()) {
+            return None;
+        }
+        let resistance =
+            mix_rolling_resistance(self.rolling_resistance[a], self.rolling_resistance[b]);
+        let angular = if resistance > 0.0 {
+            let lever = (point - sa.position)
+                .length()
+                .max((point - sb.position).length());
+            rolling_impulse(
+                self.masses[a].world_inv_inertia(sa.rotation),
+                r.a.angular_velocity,
+                self.masses[b].world_inv_inertia(sb.rotation),
+                r.b.angular_velocity,
+                resistance,
+                lever,
+                r.impulse.dot(m.normal),
+            )
+        } else {
+            Vec3::ZERO
+        };
+        Some(PairContact {
+            impulse: r.impulse,
+            angular,
+            point,
+            normal: m.normal,
+        })
     }
 
     /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
@@ -295,22 +353,29 @@ impl Rules {
         if me == other || !self.aabb(me, s_me).overlaps(&self.aabb(other, s_other)) {
             return None;
         }
-        let (p, point) = if me < other {
-            let (p, point, _) = self.pair_impulse(me, s_me, other, s_other)?;
-            (-p, point) // the impulse is on B = other; A = me gets its opposite
+        let (p, l, point) = if me < other {
+            let c = self.pair_contact(me, s_me, other, s_other)?;
+            // The impulses are on B = other; A = me gets their opposites.
+            (-c.impulse, -c.angular, c.point)
         } else {
-            let (p, point, _) = self.pair_impulse(other, s_other, me, s_me)?;
-            (p, point)
+            let c = self.pair_contact(other, s_other, me, s_me)?;
+            (c.impulse, c.angular, c.point)
         };
-        Some(self.kick(me, s_me, self.scene_index[other], p, point))
+        Some(self.kick(me, s_me, self.scene_index[other], p, l, point))
     }
 
-    fn kick(&self, me: usize, s: &BodyState, other: u32, p: Vec3, point: Vec3) -> Kick {
+    /// Body `me`'s kick from impulse `p` at `point` and angular impulse `l`.
+    fn kick(&self, me: usize, s: &BodyState, other: u32, p: Vec3, l: Vec3, point: Vec3) -> Kick {
         let m = &self.masses[me];
+        let inv_inertia = m.world_inv_inertia(s.rotation);
+        let mut dw = inv_inertia * (point - s.position).cross(p);
+        if l != Vec3::ZERO {
+            dw += inv_inertia * l;
+        }
         Kick {
             other,
             dv: p * m.inv_mass,
-            dw: m.world_inv_inertia(s.rotation) * (point - s.position).cross(p),
+            dw,
             dp: Vec3::ZERO,
         }
     }
@@ -352,7 +417,22 @@ impl Rules {
                 mix_restitution(self.restitution[me], st.restitution),
                 mix_friction(self.friction[me], st.friction),
             );
-            let cur = r.a;
+            let mut cur = r.a;
+            let resistance =
+                mix_rolling_resistance(self.rolling_resistance[me], st.rolling_resistance);
+            if resistance > 0.0 {
+                let inv_inertia = self.masses[me].world_inv_inertia(s.rotation);
+                let l = rolling_impulse(
+                    inv_inertia,
+                    cur.angular_velocity,
+                    Mat3::ZERO,
+                    Vec3::ZERO,
+                    resistance,
+                    (centroid - s.position).length(),
+                    r.impulse.dot(m.normal),
+                );
+                cur.angular_velocity -= inv_inertia * l;
+            }
             if r.impulse != Vec3::ZERO
                 && cur.velocity.is_finite()
                 && cur.angular_velocity.is_finite()

@@ -29,6 +29,7 @@ pub fn body(shape: Shape, position: Vec3, mass: f32) -> BodyDesc {
         mass,
         restitution: 0.0,
         friction: 0.5,
+        rolling_resistance: 0.0,
         is_static: false,
     }
 }
