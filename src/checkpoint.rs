@@ -79,7 +79,7 @@ pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads. Version 2 added the warp engine's state with contact
 /// groups ([`EngineState::WarpGroups`]); version 3 the bodies' `rolling_resistance` (a field of
-/// every body of the saved scene, and of the frame engine's contacts), so older payloads no
+/// every body of the saved scene, and of the frame engine's contacts, with their impact flag), so older payloads no
 /// longer decode and are refused by their version.
 pub const OLDEST_VERSION: u32 = 3;
 /// Bytes before the payload.

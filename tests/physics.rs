@@ -13,11 +13,14 @@ use glam::{Quat, Vec3};
 use timewarp::dynamics::BodyState;
 use timewarp::frame::{FrameConfig, FrameEngine};
 use timewarp::scene::{BodyDesc, Scene, Shape};
-use timewarp::warp::{WarpConfig, run_warp};
 
 #[path = "support/bodies.rs"]
 mod bodies;
 use bodies::*;
+#[path = "support/engines.rs"]
+#[macro_use]
+mod engines;
+use engines::{Engine, simulate};
 
 fn engine(scene: &Scene, threads: usize) -> FrameEngine {
     FrameEngine::new(
@@ -27,73 +30,6 @@ fn engine(scene: &Scene, threads: usize) -> FrameEngine {
             ..FrameConfig::default()
         },
     )
-}
-
-/// Which engine an analytic check runs on.
-#[derive(Clone, Copy, Debug)]
-enum Engine {
-    Frame,
-    /// The warp engine without contact groups (`--groups off`).
-    Warp,
-    /// The warp engine with contact groups (`--groups on`, the default of `timewarp run`).
-    WarpGroups,
-}
-
-/// One `#[test]` per engine for an analytic check `fn(Engine)`.
-macro_rules! on_every_engine {
-    ($check:ident: $frame:ident, $warp:ident, $groups:ident) => {
-        #[test]
-        fn $frame() {
-            $check(Engine::Frame);
-        }
-        #[test]
-        fn $warp() {
-            $check(Engine::Warp);
-        }
-        #[test]
-        fn $groups() {
-            $check(Engine::WarpGroups);
-        }
-    };
-}
-
-/// Every body's state (scene order, statics included) at frames `0..=frames` (1/60 s apart).
-fn simulate(scene: &Scene, engine: Engine, frames: u64) -> Vec<Vec<BodyState>> {
-    let groups = match engine {
-        Engine::Frame => {
-            let mut e = self::engine(scene, 1);
-            let mut out = vec![e.states().to_vec()];
-            for _ in 0..frames {
-                e.step();
-                out.push(e.states().to_vec());
-            }
-            return out;
-        }
-        Engine::Warp => false,
-        Engine::WarpGroups => true,
-    };
-    let all: Vec<BodyState> = scene.bodies.iter().map(BodyState::from_desc).collect();
-    let dynamic: Vec<usize> = (0..scene.bodies.len())
-        .filter(|&i| !scene.bodies[i].is_static)
-        .collect();
-    let config = WarpConfig {
-        threads: 2,
-        groups,
-        ..WarpConfig::default()
-    };
-    let ticks = frames * u64::from(scene.world.frame_ticks);
-    let mut out = Vec::new();
-    run_warp(scene, config, ticks, &mut |_, states| {
-        let mut f = all.clone();
-        for (&i, s) in dynamic.iter().zip(states) {
-            f[i] = *s;
-        }
-        out.push(f);
-        Ok(())
-    })
-    .unwrap();
-    assert_eq!(out.len() as u64, frames + 1);
-    out
 }
 
 /// Seconds at frame `k`.

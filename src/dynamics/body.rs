@@ -8,6 +8,7 @@
 //! cylinder (axis y) `m r²/2` about its axis and `m (3 r² + 4 h²)/12` across it, `h` the half
 //! height. In world coordinates the inverse inertia is `R diag(I⁻¹) Rᵀ`.
 
+use crate::geometry::{Motion, Pose};
 use crate::scene::{BodyDesc, Shape};
 use glam::{Mat3, Quat, Vec3};
 
@@ -61,6 +62,17 @@ impl BodyState {
     #[inline]
     pub fn point_velocity(&self, p: Vec3) -> Vec3 {
         self.velocity + self.angular_velocity.cross(p - self.position)
+    }
+
+    /// Its pose moving at its velocities, as the time-of-impact queries take it
+    /// ([`crate::geometry::impact`]).
+    #[inline]
+    pub fn motion(&self) -> Motion {
+        Motion {
+            pose: Pose::new(self.position, self.rotation),
+            velocity: self.velocity,
+            angular_velocity: self.angular_velocity,
+        }
     }
 }
 

@@ -200,7 +200,10 @@ mod tests {
             2.0,
         );
         let q = Quat::from_rotation_y(0.4);
-        let (ia, ib) = (ma.world_inv_inertia(Quat::IDENTITY), mb.world_inv_inertia(q));
+        let (ia, ib) = (
+            ma.world_inv_inertia(Quat::IDENTITY),
+            mb.world_inv_inertia(q),
+        );
         let (wa, wb) = (Vec3::new(0.0, 0.0, -4.0), Vec3::new(1.0, 0.5, 0.0));
         // A large limit stops the relative rotation exactly (to rounding).
         let l = rolling_impulse(ia, wa, ib, wb, 1.0, 0.5, 100.0);

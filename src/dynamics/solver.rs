@@ -214,6 +214,11 @@ pub struct ContactConstraint {
     /// ([`crate::scene::mix_rolling_resistance`]); 0 (what [`ContactConstraint::new`] sets)
     /// turns it off. Both engines set it from the scene's `rolling_resistance`.
     pub rolling_resistance: f32,
+    /// The pair was apart at the frame's start and meets within it, at a relative speed of the
+    /// restitution threshold or more (the frame engine's impacts, `frame::contacts`): it
+    /// bounces whatever the normal component of its approach, which for a grazing pass is
+    /// below the threshold. false (what [`ContactConstraint::new`] sets) keeps the threshold.
+    pub impact: bool,
 }
 
 /// One side of a contact, as [`ContactConstraint::new`] needs it.
@@ -299,6 +304,7 @@ impl ContactConstraint {
             inv_inertia_a: if a.is_static { 0.0 } else { a.inv_inertia },
             inv_inertia_b: if b.is_static { 0.0 } else { b.inv_inertia },
             rolling_resistance: 0.0,
+            impact: false,
         }
     }
 
@@ -670,6 +676,7 @@ fn restitution(
         if c.restitution == 0.0 {
             continue;
         }
+        let threshold = if c.impact { 0.0 } else { threshold };
         let (ia, ib) = (c.body_a as usize, c.body_b as usize);
         let mut a = Vel::load(&bodies[ia]);
         let mut b = Vel::load(&bodies[ib]);

@@ -527,6 +527,7 @@ impl FrameEngine {
                     };
                     *slot = ContactConstraint {
                         rolling_resistance: c.rolling_resistance,
+                        impact: c.impact,
                         ..ContactConstraint::new(
                             side(c.a()),
                             side(c.b()),

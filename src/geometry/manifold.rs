@@ -185,7 +185,7 @@ fn collide_ordered(a: &Shape, pa: &Pose, b: &Shape, pb: &Pose, margin: f32, m: &
 }
 
 /// A parry3d shape on the stack (no allocation per query).
-enum ParryShape {
+pub(super) enum ParryShape {
     Ball(parry3d::shape::Ball),
     Cuboid(parry3d::shape::Cuboid),
     Cylinder(parry3d::shape::Cylinder),
@@ -193,7 +193,7 @@ enum ParryShape {
 }
 
 impl ParryShape {
-    fn as_dyn(&self) -> &dyn parry3d::shape::Shape {
+    pub(super) fn as_dyn(&self) -> &dyn parry3d::shape::Shape {
         match self {
             ParryShape::Ball(s) => s,
             ParryShape::Cuboid(s) => s,
@@ -203,7 +203,7 @@ impl ParryShape {
     }
 }
 
-fn to_parry(shape: &Shape, pose: &Pose) -> (parry3d::math::Pose, ParryShape) {
+pub(super) fn to_parry(shape: &Shape, pose: &Pose) -> (parry3d::math::Pose, ParryShape) {
     use parry3d::shape as ps;
     let iso = parry3d::math::Pose::from_parts(pose.position, pose.rotation);
     match *shape {

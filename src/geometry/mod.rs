@@ -21,8 +21,10 @@
 mod aabb;
 mod boxes;
 mod cylinder;
+mod impact;
 mod manifold;
 mod sphere;
 
 pub use aabb::*;
+pub use impact::{IMPACT_MARGIN, Impact, Motion, closest_approach, impact};
 pub use manifold::*;

@@ -21,7 +21,10 @@
 //! 2. **Fusion**: two bodies of different groups, not both asleep, that are *in contact* at `k`
 //!    by rule 2 of [`super::rules`] with an approach speed below [`FUSE_SPEED`] fuse their
 //!    groups (transitively: the groups joined by such contacts become one). Faster contacts
-//!    stay collisions between groups: kicks, events in the warp engine.
+//!    stay collisions between groups: kicks, events in the warp engine. So does a pair that
+//!    meets within the tick rather than touching at it (an *impact*, rule 2 of
+//!    [`super::rules`]) while moving at [`FUSE_SPEED`] or faster relative to each other: a
+//!    grazing pass approaches slowly along its normal, but it is a collision, not a rest.
 //! 3. **Kicks** between groups at `k` from the pre-event states, as for single bodies, except
 //!    between two bodies that were both asleep at `k` (before rules 1 and 2: the flag is
 //!    written with the state, as the TVHT entries of the warp engine carry it); a sleeping
@@ -265,11 +268,12 @@ pub fn edges(manifolds: &[(PairKey, Manifold)]) -> Vec<(BodyId, BodyId)> {
 }
 
 /// Rule 2 between groups: dynamic bodies `a` and `b` of different groups fuse them at these
-/// pre-event states (in contact, approaching slower than [`FUSE_SPEED`]).
+/// pre-event states (in contact, approaching slower than [`FUSE_SPEED`], and not an impact at
+/// [`FUSE_SPEED`] or faster).
 pub fn fuses(rules: &Rules, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
     rules
-        .approach_speed(a, sa, b, sb)
-        .is_some_and(|v| v < FUSE_SPEED)
+        .meeting(a, sa, b, sb)
+        .is_some_and(|m| m.approach < FUSE_SPEED && !(m.impact && m.speed >= FUSE_SPEED))
 }
 
 /// Rules 1 and 2 (fission, fusion) at `tick` over all groups; the fusion candidates are

@@ -15,20 +15,25 @@
 //!    largest body's side per axis, see [`Rules::aabb`]). Only bodies whose boxes overlap can
 //!    be in contact (the TVHT's question).
 //! 2. **Contact.** Two bodies (or a body and a static one) whose boxes overlap are *in contact
-//!    at `k`* when the narrow phase ([`collide`]) finds a point that they reach within the
-//!    tick, and [`resolve`], from both pre-event states at `k`, gives a non-zero impulse (they
-//!    approach). The narrow phase keeps points down to a gap of `|v_B - v_A| dt` (how far the
-//!    two can close in one tick), and a point with a gap counts only when the approach speed
-//!    along the normal at that point closes it within the tick (`-v_n dt >= gap`): a
-//!    *speculative* contact, the swept test that keeps a fast body from stepping over a thin
-//!    one between two ticks (50 m/s is 5.2 cm per tick at 960 ticks per second). Such a body
-//!    turns back up to one tick before it would have touched, with the impulse (and
-//!    restitution) it would have had on touching. The impulse acts at the deepest manifold
-//!    point (the first of equal depth), along the manifold normal. A dynamic pair is always
-//!    evaluated with the lower body id as A, so the result is the same bits whichever of the
-//!    two computes it (`resolve` is symmetric too). The sweep is linear: spin is not swept, so
-//!    a long body spinning fast enough to turn a thin one through another within a tick is not
-//!    caught.
+//!    at `k`* when the narrow phase ([`collide`]) finds a point that they touch at `k`, or
+//!    they meet within the tick, and [`resolve`], from both pre-event states at `k`, gives a
+//!    non-zero impulse (they approach). The narrow phase keeps points down to a gap of
+//!    `|v_B - v_A| dt` (how far the two can close in one tick). When no point touches, the
+//!    pair is a *speculative* contact, the swept test that keeps a fast body from stepping
+//!    over a thin one between two ticks (50 m/s is 5.2 cm per tick at 960 ticks per second):
+//!    it is a contact only if the two, moving at their velocities, meet within the tick
+//!    ([`impact`], the time of impact: closed form for two spheres, parry3d's shape cast for
+//!    the others), and then the impulse takes the deepest point and the normal of the contact
+//!    *at that moment*, with the levers from the bodies' centres then. So a pair that passes
+//!    by gets nothing, however near (a speculative point's normal at `k` would have pushed
+//!    it: a phantom collision), and a grazing one is pushed along the normal it truly meets at
+//!    (issue #36). Such a body turns back up to one tick before it would have touched, with
+//!    the impulse (and restitution) of the touch. A touching pair's impulse acts at the
+//!    deepest manifold point (the first of equal depth), along the manifold normal. A pair
+//!    with a plane keeps the linear test at `k` (`-v_n dt >= gap` at its deepest point): a
+//!    plane's normal is the same at any time. A dynamic pair is always evaluated with the
+//!    lower body id as A, so the result is the same bits whichever of the two computes it
+//!    (`resolve` and the time of impact are symmetric too).
 //!    **2b. Static contacts** are the entity's own business (no other entity is involved), so
 //!    they use every point of the manifold that the body reaches within the tick: the impulse
 //!    acts at those points' centroid, which lets a box rest flat on its face instead of rocking
@@ -36,7 +41,9 @@
 //!    torque: the box turned and walked 0.06 mm per frame); and the body is moved out of the
 //!    static body along the normal by [`STATIC_CORRECTION`] of its depth beyond
 //!    [`STATIC_SLOP`], so that resting bodies do not sink by the `g dt^2 / 2` of every tick.
-//!    Both depend only on the body's pre-event state at `k`.
+//!    Both depend only on the body's pre-event state at `k`. A body that touches no point of
+//!    a static body other than a plane at `k` meets it, as in rule 2, only at its time of
+//!    impact within the tick, at the centroid and along the normal of the contact then.
 //!    **2c. Rolling resistance.** A contact whose bodies have rolling resistance (the scene's
 //!    material, mixed as the larger of the two) adds, after its impulse, the angular impulse
 //!    that stops the two bodies' relative rotation, clamped to the resistance times the lever
@@ -52,7 +59,7 @@
 //!    `dt = 1 / ticks_per_second`), which gives the pre-event state at `k + 1`.
 
 use crate::dynamics::{BodyState, MassProps, free_flight, resolve, rolling_impulse};
-use crate::geometry::{Aabb, Manifold, Pose, collide, lowest_along, shape_aabb};
+use crate::geometry::{Aabb, Manifold, Motion, Pose, collide, impact, lowest_along, shape_aabb};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
 use glam::{Mat3, Vec3};
 
@@ -77,13 +84,60 @@ pub struct Kick {
     pub dp: Vec3,
 }
 
+/// How two dynamic bodies in contact meet ([`Rules::meeting`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Meeting {
+    /// How fast they approach along the normal at the contact point (m/s).
+    pub approach: f32,
+    /// Their relative speed at the contact point (m/s).
+    pub speed: f32,
+    /// They meet within the tick, not touching at it (a time of impact after the tick).
+    pub impact: bool,
+}
+
 /// A contact between two dynamic bodies A < B (rule 2): the impulse and the angular impulse of
-/// rolling resistance on B (A gets their opposites), at `point`, along `normal` from A to B.
+/// rolling resistance on B (A gets their opposites), and where they meet.
 struct PairContact {
     impulse: Vec3,
     angular: Vec3,
+    touch: Touch,
+}
+
+/// Where two bodies meet within a tick (rule 2): the point and the normal (from A to B) at the
+/// moment of impact, `time` seconds into the tick (0 when they touch at the tick), and the
+/// depth there.
+#[derive(Clone, Copy, Debug)]
+struct Touch {
     point: Vec3,
     normal: Vec3,
+    time: f32,
+    depth: f32,
+}
+
+impl Touch {
+    /// Touching at the tick itself.
+    fn at_tick(point: Vec3, normal: Vec3, depth: f32) -> Touch {
+        Touch {
+            point,
+            normal,
+            time: 0.0,
+            depth,
+        }
+    }
+}
+
+/// A body's state as its motion over the tick moves it: its pose `time` seconds on
+/// ([`Motion::at`], the same poses [`impact`] found the contact at), its velocities unchanged.
+fn at_impact(s: &BodyState, time: f32) -> BodyState {
+    if time == 0.0 {
+        return *s;
+    }
+    let pose = s.motion().at(time);
+    BodyState {
+        position: pose.position,
+        rotation: pose.rotation,
+        ..*s
+    }
 }
 
 /// The static description of a scene for the per-tick rules.
@@ -210,16 +264,38 @@ impl Rules {
         v.length() * self.dt
     }
 
-    /// Rule 2: the contact point of manifold `m` (A at `sa`, B at `sb`) if the bodies reach it
-    /// within this tick: the deepest point when it touches (depth >= 0), or when the approach
-    /// speed along the normal at that point closes its gap within one tick.
-    fn reached(&self, m: &Manifold, sa: &BodyState, sb: &BodyState) -> Option<Vec3> {
+    /// Rule 2: where dynamic bodies `a` (at `sa`) and `b` (at `sb`) meet within this tick,
+    /// given their manifold `m` at the tick: its deepest point when it touches (depth >= 0), at
+    /// the tick itself; else, when the two touch within the tick moving at their velocities,
+    /// the deepest point and the normal of their contact at that moment ([`impact`]: the
+    /// *time of impact*, not the start of the tick, so that a grazing pair is pushed along the
+    /// normal it truly meets at, and a pair that passes by is not pushed at all).
+    fn reached(
+        &self,
+        a: usize,
+        sa: &BodyState,
+        b: usize,
+        sb: &BodyState,
+        m: &Manifold,
+    ) -> Option<Touch> {
         let (depth, point) = deepest(m)?;
         if depth >= 0.0 {
-            return Some(point);
+            return Some(Touch::at_tick(point, m.normal, depth));
         }
-        let vn = (sb.point_velocity(point) - sa.point_velocity(point)).dot(m.normal);
-        (vn * self.dt <= depth).then_some(point)
+        let hit = impact(
+            &self.shapes[a],
+            &sa.motion(),
+            &self.shapes[b],
+            &sb.motion(),
+            self.dt,
+        )?;
+        let (depth, point) = deepest(&hit.manifold)?;
+        Some(Touch {
+            point,
+            normal: hit.manifold.normal,
+            time: hit.time,
+            depth,
+        })
     }
 
     /// Rule 2b: the centroid of the manifold points that are in contact or reached within the
@@ -242,21 +318,10 @@ impl Rules {
         (n > 0.0).then(|| (sum / n, depth))
     }
 
-    /// Rule 2 for dynamic bodies `a < b` at their pre-event states: the impulse on `b`, the
-    /// point, or `None` when they are not in contact. Boxes must be checked by the caller.
-    fn pair_impulse(
-        &self,
-        a: usize,
-        sa: &BodyState,
-        b: usize,
-        sb: &BodyState,
-    ) -> Option<(Vec3, Vec3, Vec3)> {
-        self.pair_contact(a, sa, b, sb)
-            .map(|c| (c.impulse, c.point, c.normal))
-    }
-
-    /// [`Rules::pair_impulse`] with the contact's rolling resistance: the angular impulse on
-    /// `b` ([`rolling_impulse`] after the contact's impulse), zero when neither body has any.
+    /// Rule 2 for dynamic bodies `a < b` at their pre-event states: the impulse on `b` and
+    /// the angular impulse of rolling resistance on `b` ([`rolling_impulse`] after the
+    /// contact's impulse, zero when neither body has any), and where they meet; `None` when
+    /// they are not in contact. Boxes must be checked by the caller.
     fn pair_contact(
         &self,
         a: usize,
@@ -272,14 +337,15 @@ impl Rules {
             &Pose::new(sb.position, sb.rotation),
             self.sweep(sb.velocity - sa.velocity),
         );
-        let point = self.reached(&m, sa, sb)?;
+        let touch = self.reached(a, sa, b, sb, &m)?;
+        let (sa, sb) = (&at_impact(sa, touch.time), &at_impact(sb, touch.time));
         let r = resolve(
             sa,
             &self.masses[a],
             sb,
             &self.masses[b],
-            point,
-            m.normal,
+            touch.point,
+            touch.normal,
             mix_restitution(self.restitution[a], self.restitution[b]),
             mix_friction(self.friction[a], self.friction[b]),
         );
@@ -289,9 +355,9 @@ impl Rules {
         let resistance =
             mix_rolling_resistance(self.rolling_resistance[a], self.rolling_resistance[b]);
         let angular = if resistance > 0.0 {
-            let lever = (point - sa.position)
+            let lever = (touch.point - sa.position)
                 .length()
-                .max((point - sb.position).length());
+                .max((touch.point - sb.position).length());
             rolling_impulse(
                 self.masses[a].world_inv_inertia(sa.rotation),
                 r.a.angular_velocity,
@@ -299,7 +365,7 @@ impl Rules {
                 r.b.angular_velocity,
                 resistance,
                 lever,
-                r.impulse.dot(m.normal),
+                r.impulse.dot(touch.normal),
             )
         } else {
             Vec3::ZERO
@@ -307,28 +373,20 @@ impl Rules {
         Some(PairContact {
             impulse: r.impulse,
             angular,
-            point,
-            normal: m.normal,
+            touch,
         })
     }
 
     /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
     /// (boxes included).
     pub fn in_contact(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
-        self.approach_speed(a, sa, b, sb).is_some()
+        self.meeting(a, sa, b, sb).is_some()
     }
 
     /// When dynamic bodies `a` and `b` (any order) are in contact at these pre-event states:
-    /// how fast they approach along the normal at the contact point (m/s, the same bits
-    /// whichever order they are given in). Contact groups fuse on slow contacts
-    /// ([`super::group_rules`]).
-    pub fn approach_speed(
-        &self,
-        a: usize,
-        sa: &BodyState,
-        b: usize,
-        sb: &BodyState,
-    ) -> Option<f32> {
+    /// how they meet (the same bits whichever order they are given in). Contact groups fuse
+    /// on slow contacts ([`super::group_rules`]).
+    pub fn meeting(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> Option<Meeting> {
         if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
             return None;
         }
@@ -337,8 +395,15 @@ impl Rules {
         } else {
             (b, sb, a, sa)
         };
-        let (_, point, normal) = self.pair_impulse(x, sx, y, sy)?;
-        Some(-(sy.point_velocity(point) - sx.point_velocity(point)).dot(normal))
+        let c = self.pair_contact(x, sx, y, sy)?;
+        let (sx, sy) = (at_impact(sx, c.touch.time), at_impact(sy, c.touch.time));
+        let point = c.touch.point;
+        let relative = sy.point_velocity(point) - sx.point_velocity(point);
+        Some(Meeting {
+            approach: -relative.dot(c.touch.normal),
+            speed: relative.length(),
+            impact: c.touch.time > 0.0,
+        })
     }
 
     /// Body `me`'s kick from its contact with dynamic body `other`, both at their pre-event
@@ -353,18 +418,20 @@ impl Rules {
         if me == other || !self.aabb(me, s_me).overlaps(&self.aabb(other, s_other)) {
             return None;
         }
-        let (p, l, point) = if me < other {
+        let (p, l, c) = if me < other {
             let c = self.pair_contact(me, s_me, other, s_other)?;
             // The impulses are on B = other; A = me gets their opposites.
-            (-c.impulse, -c.angular, c.point)
+            (-c.impulse, -c.angular, c)
         } else {
             let c = self.pair_contact(other, s_other, me, s_me)?;
-            (c.impulse, c.angular, c.point)
+            (c.impulse, c.angular, c)
         };
-        Some(self.kick(me, s_me, self.scene_index[other], p, l, point))
+        let at = at_impact(s_me, c.touch.time);
+        Some(self.kick(me, &at, self.scene_index[other], p, l, c.touch.point))
     }
 
-    /// Body `me`'s kick from impulse `p` at `point` and angular impulse `l`.
+    /// Body `me`'s kick from impulse `p` at `point` and angular impulse `l`, `s` its state at
+    /// the moment of impact (the lever is the point from its centre then).
     fn kick(&self, me: usize, s: &BodyState, other: u32, p: Vec3, l: Vec3, point: Vec3) -> Kick {
         let m = &self.masses[me];
         let inv_inertia = m.world_inv_inertia(s.rotation);
@@ -404,16 +471,17 @@ impl Rules {
             );
             // Rule 2b: one impulse at the centroid of the manifold points the body reaches
             // within the tick (body A = me, the normal points from me into the static body).
-            let Some((centroid, depth)) = self.reached_centroid(&m, s, &st.state) else {
+            let Some(touch) = self.static_touch(me, s, st, &m) else {
                 continue;
             };
+            let at = at_impact(s, touch.time);
             let r = resolve(
-                s,
+                &at,
                 &self.masses[me],
                 &st.state,
                 &MassProps::STATIC,
-                centroid,
-                m.normal,
+                touch.point,
+                touch.normal,
                 mix_restitution(self.restitution[me], st.restitution),
                 mix_friction(self.friction[me], st.friction),
             );
@@ -421,15 +489,15 @@ impl Rules {
             let resistance =
                 mix_rolling_resistance(self.rolling_resistance[me], st.rolling_resistance);
             if resistance > 0.0 {
-                let inv_inertia = self.masses[me].world_inv_inertia(s.rotation);
+                let inv_inertia = self.masses[me].world_inv_inertia(at.rotation);
                 let l = rolling_impulse(
                     inv_inertia,
                     cur.angular_velocity,
                     Mat3::ZERO,
                     Vec3::ZERO,
                     resistance,
-                    (centroid - s.position).length(),
-                    r.impulse.dot(m.normal),
+                    (touch.point - at.position).length(),
+                    r.impulse.dot(touch.normal),
                 );
                 cur.angular_velocity -= inv_inertia * l;
             }
@@ -437,15 +505,51 @@ impl Rules {
                 && cur.velocity.is_finite()
                 && cur.angular_velocity.is_finite()
             {
-                let push = (depth - STATIC_SLOP).max(0.0) * STATIC_CORRECTION;
+                let push = (touch.depth - STATIC_SLOP).max(0.0) * STATIC_CORRECTION;
                 out.push(Kick {
                     other: st.index,
                     dv: cur.velocity - s.velocity,
                     dw: cur.angular_velocity - s.angular_velocity,
-                    dp: -m.normal * push,
+                    dp: -touch.normal * push,
                 });
             }
         }
+    }
+
+    /// Rule 2b: where body `me` at `s` meets static body `st` within the tick, given their
+    /// manifold `m` at the tick: the centroid of the points it touches or reaches
+    /// ([`Rules::reached_centroid`]) when it touches at the tick or `st` is a plane (whose
+    /// normal is the same at any time); else, when it touches `st` within the tick moving at
+    /// its velocities, the centroid of the points and the normal of their contact at that
+    /// moment ([`impact`]).
+    fn static_touch(
+        &self,
+        me: usize,
+        s: &BodyState,
+        st: &StaticBody,
+        m: &Manifold,
+    ) -> Option<Touch> {
+        let (deepest, _) = deepest(m)?;
+        if deepest >= 0.0 || matches!(st.shape, Shape::Plane { .. }) {
+            let (point, depth) = self.reached_centroid(m, s, &st.state)?;
+            return Some(Touch::at_tick(point, m.normal, depth));
+        }
+        let hit = impact(
+            &self.shapes[me],
+            &s.motion(),
+            &st.shape,
+            &Motion::fixed(Pose::new(st.state.position, st.state.rotation)),
+            self.dt,
+        )?;
+        let points = hit.manifold.points();
+        let centroid = points.iter().map(|p| p.position).sum::<Vec3>() / points.len() as f32;
+        let (depth, _) = self::deepest(&hit.manifold)?;
+        Some(Touch {
+            point: centroid,
+            normal: hit.manifold.normal,
+            time: hit.time,
+            depth,
+        })
     }
 
     /// Rules 3 and 4: the pre-event state at `k + 1` of body `me` from its pre-event state `s`
