@@ -44,7 +44,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use timewarp::bench::report::{self, Machine};
 use timewarp::bench::{Case, Sweep, plot, run_sweep};
 use timewarp::checkpoint::{Checkpoint, Checkpointer};
-use timewarp::output::{Checksum, CsvSink, FrameSink, Tee};
+use timewarp::output::{Checksum, CsvSink, FrameSink, GlbSink, Tee};
 use timewarp::run::{
     Backend, EngineKind, MAX_FRAMES, Resume, RunOptions, check_options, run_scene_with,
 };
@@ -383,6 +383,28 @@ struct Outputs<'a> {
     checkpoint: &'a CheckpointArgs,
 }
 
+/// The sink of `--out PATH`, by the file's extension: `.csv` or `.glb`.
+fn open_output(path: &Path, scene: &Scene, label: &str) -> Result<Box<dyn FrameSink>, Failure> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let sink: Box<dyn FrameSink> = match ext.as_deref() {
+        Some("csv") => {
+            Box::new(CsvSink::create(path, scene).map_err(|e| format!("cannot create {e}"))?)
+        }
+        Some("glb") => {
+            Box::new(GlbSink::create(path, scene, label).map_err(|e| format!("cannot create {e}"))?)
+        }
+        _ => {
+            return Err(Failure(format!(
+                "--out {}: unsupported output format; the file name must end in .csv or .glb",
+                path.display()
+            )));
+        }
+    };
+    Ok(sink)
+}
+
 /// Runs `scene` (from `resumed` when given) with the sinks `outputs` asks for, then prints the
 /// summary and the checksum.
 fn play(
@@ -413,20 +435,9 @@ fn play(
             )?)
         }
     };
-    let mut csv = match outputs.out {
+    let mut out = match outputs.out {
         None => None,
-        Some(path) => {
-            let is_csv = path
-                .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-            if !is_csv {
-                return Err(Failure(format!(
-                    "--out {}: unsupported output format; only .csv files can be written",
-                    path.display()
-                )));
-            }
-            Some(CsvSink::create(path, scene).map_err(|e| format!("cannot create {e}"))?)
-        }
+        Some(path) => Some(open_output(path, scene, &options.label)?),
     };
     let mut checksum = outputs.checksum.then(|| match resumed {
         Some(c) => Checksum::resume(scene, c.checksum, c.checksum_frames),
@@ -438,8 +449,8 @@ fn play(
     });
     let summary = {
         let mut tee = Tee::new();
-        if let Some(csv) = csv.as_mut() {
-            tee.push(csv as &mut dyn FrameSink);
+        if let Some(out) = out.as_mut() {
+            tee.push(out.as_mut());
         }
         if let Some(c) = checksum.as_mut() {
             tee.push(c as &mut dyn FrameSink);

@@ -205,7 +205,7 @@ fn other_bad_flags_and_files() {
         &["'fast'", "--engine", "possible values"],
     );
     fails(&["run", "--backend", "mutex"], d, &["'mutex'", "--backend"]);
-    fails(&["run", "--out", "x.txt"], d, &["x.txt", "only .csv"]);
+    fails(&["run", "--out", "x.txt"], d, &["x.txt", ".csv or .glb"]);
     fails(&["run", "--seconds", "nan"], d, &["--seconds", "nan"]);
     fails(
         &["run", "ok.toml", "--bodies", "5"],
