@@ -76,6 +76,32 @@ enum Command {
     Scenes(ScenesArgs),
     /// Benchmark scenes x sizes x threads x backends x engines: Markdown table, JSON, SVG plots
     Bench(BenchArgs),
+    /// Write one self-contained HTML page that plays a run (its .glb or .csv) in a browser
+    View(ViewArgs),
+}
+
+#[derive(Args, Debug)]
+struct ViewArgs {
+    /// The .glb or .csv file written by `timewarp run --out`
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Where to write the page [default: FILE with the extension .html, e.g. run.glb ->
+    /// run.html]
+    #[arg(long, value_name = "PAGE")]
+    out: Option<PathBuf>,
+    /// For a .csv file, which has no shapes: the scene the run played, a built-in name or a
+    /// .toml file [default: the default scene of `run`, cylinders]
+    #[arg(long, value_name = "SCENE")]
+    scene: Option<String>,
+    /// For a .csv file of a built-in scene: its number of bodies, as given to `run`
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_bodies)]
+    bodies: Option<usize>,
+    /// Store the frames uncompressed (base64 only) instead of gzipped
+    #[arg(long)]
+    raw: bool,
+    /// Print nothing
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -308,17 +334,69 @@ fn is_path(arg: &str) -> bool {
 }
 
 fn resolve_scene(args: &RunArgs) -> Result<(Scene, String), Failure> {
-    let name = args.scene.as_deref().unwrap_or(DEFAULT_SCENE);
+    scene_of(args.scene.as_deref(), args.bodies)
+}
+
+/// The scene `name` (a built-in or a file; the default scene when `None`) with `bodies`, and
+/// its label.
+fn scene_of(name: Option<&str>, bodies: Option<usize>) -> Result<(Scene, String), Failure> {
+    let name = name.unwrap_or(DEFAULT_SCENE);
     if is_path(name) {
-        if args.bodies.is_some() {
+        if bodies.is_some() {
             return Err(Failure(format!(
                 "--bodies applies to built-in scenes only; the scene file {name} gives its own bodies"
             )));
         }
         Ok((load(Path::new(name))?, name.to_string()))
     } else {
-        Ok((builtin(name, args.bodies)?, name.to_string()))
+        Ok((builtin(name, bodies)?, name.to_string()))
     }
+}
+
+fn view(args: ViewArgs) -> Result<(), Failure> {
+    let is_csv = args
+        .file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    // A .glb file carries its shapes; `read_recording` refuses a scene given with one.
+    let scene = if is_csv || args.scene.is_some() || args.bodies.is_some() {
+        Some(scene_of(args.scene.as_deref(), args.bodies)?)
+    } else {
+        None
+    };
+    let rec = timewarp::view::read_recording(
+        &args.file,
+        scene.as_ref().map(|(s, label)| (s, label.as_str())),
+    )?;
+    let out = args
+        .out
+        .unwrap_or_else(|| timewarp::view::default_page(&args.file));
+    if out == args.file {
+        return Err(Failure(format!(
+            "--out {}: the page would replace the run it plays",
+            out.display()
+        )));
+    }
+    let encoding = if args.raw {
+        timewarp::view::Encoding::Raw
+    } else {
+        timewarp::view::Encoding::Gzip
+    };
+    let source = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let stats = timewarp::view::write_page(&rec, &source, &out, encoding)?;
+    if !args.quiet {
+        print_out(&format!(
+            "wrote {} ({} frames of {} bodies, {:.1} MB): open it in a browser\n",
+            out.display(),
+            stats.frames,
+            stats.bodies,
+            stats.bytes as f64 / 1e6
+        ))?;
+    }
+    Ok(())
 }
 
 fn default_threads(threads: Option<usize>) -> usize {
@@ -643,8 +721,9 @@ fn dispatch() -> Result<(), Failure> {
         Some(Command::Resume(args)) => resume(args),
         Some(Command::Scenes(args)) => scenes(args),
         Some(Command::Bench(args)) => bench(args),
+        Some(Command::View(args)) => view(args),
         None => Err(Failure(
-            "no command given; use `timewarp run [SCENE]`, `timewarp scenes` or `timewarp bench` (see --help)".into(),
+            "no command given; use `timewarp run [SCENE]`, `timewarp view FILE`, `timewarp scenes` or `timewarp bench` (see --help)".into(),
         )),
     }
 }

@@ -5,7 +5,7 @@
 //! The document (made with the `gltf` crate's `json` types, serialised by serde) holds:
 //!
 //! - a **mesh per shape**: bodies with the same shape and the same static flag share one
-//!   ([`super::meshes`]: a sphere, a box, a cylinder along local y, and for a static plane a
+//!   (`meshes.rs`: a sphere, a box, a cylinder along local y, and for a static plane a
 //!   large square in its surface, centred under the other bodies), with two materials, one for
 //!   dynamic and one for static bodies;
 //! - a **node per body**, in scene order, named `body I`, at its initial pose (a plane's square
@@ -22,7 +22,7 @@
 //! - under the root's `extras.timewarp`, two accessors that no glTF property uses, for
 //!   `timewarp view`: `speeds`, the speed of each dynamic body at each frame (f32, frame-major),
 //!   and, where the run recorded contact groups, `groups` (u32, frame-major; the values of
-//!   [`super::recording`]).
+//!   [`super::Recording`]).
 //!
 //! The binary container is written here: the 12-byte header (`glTF`, version 2, total length),
 //! the JSON chunk padded with spaces to a multiple of 4 bytes, the BIN chunk padded with zeros;
@@ -296,7 +296,7 @@ impl Builder {
 
 /// Where a plane's square goes, and how big it is: centred at the foot of the centre of the
 /// other bodies' initial positions on the plane, wide enough to hold them all with a margin.
-fn plane_square(rec: &Recording, normal: Vec3, offset: f32) -> (Vec3, f32) {
+pub(crate) fn plane_square(rec: &Recording, normal: Vec3, offset: f32) -> (Vec3, f32) {
     let points: Vec<Vec3> = rec
         .bodies
         .iter()
@@ -317,7 +317,7 @@ fn plane_square(rec: &Recording, normal: Vec3, offset: f32) -> (Vec3, f32) {
 }
 
 /// The pose of a body's node: a plane's square (see [`plane_square`]), else the body's pose.
-fn node_pose(rec: &Recording, b: &RecordedBody) -> (Vec3, Quat) {
+pub(crate) fn node_pose(rec: &Recording, b: &RecordedBody) -> (Vec3, Quat) {
     match b.shape {
         Shape::Plane { normal, offset } => (
             plane_square(rec, normal, offset).0,
