@@ -42,7 +42,7 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use timewarp::bench::report::{self, Machine};
-use timewarp::bench::{Case, Sweep, plot, run_sweep};
+use timewarp::bench::{Case, Sweep, peer_chart, plot, run_sweep};
 use timewarp::checkpoint::{Checkpoint, Checkpointer};
 use timewarp::output::{Checksum, CsvSink, FrameSink, GlbSink, Tee};
 use timewarp::run::{
@@ -105,7 +105,10 @@ struct ViewArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 struct BenchArgs {
+    #[command(subcommand)]
+    chart: Option<BenchCommand>,
     /// The small sweep (parallel, cylinders, bouncing at 200 and 500 bodies, pyramids at 550; 1 and 2 threads; short spans)
     #[arg(long)]
     quick: bool,
@@ -149,6 +152,30 @@ struct BenchArgs {
     /// No progress lines on stderr
     #[arg(long, short)]
     quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Draw the tables of the rapier3d comparison (the Markdown that `peer/` prints) as one
+    /// SVG bar chart of the ratios rapier / timewarp, without running anything
+    Chart(ChartArgs),
+}
+
+#[derive(Args, Debug)]
+struct ChartArgs {
+    /// Tables printed by `peer/` (e.g. docs/bench/RUN/peer-60-locks.md peer-960-locks.md): a
+    /// series of bars per table and timewarp engine
+    #[arg(value_name = "PEER.md", required = true)]
+    tables: Vec<PathBuf>,
+    /// The SVG file to write
+    #[arg(long, value_name = "FILE.svg")]
+    out: PathBuf,
+    /// The chart's title
+    #[arg(
+        long,
+        default_value = "rapier3d against timewarp: wall time per simulated second"
+    )]
+    title: String,
 }
 
 #[derive(Args, Debug)]
@@ -668,7 +695,21 @@ fn sweep_of(args: &BenchArgs) -> Result<Sweep, Failure> {
     Ok(s)
 }
 
+fn chart(args: ChartArgs) -> Result<(), Failure> {
+    let mut tables = Vec::new();
+    for path in &args.tables {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        tables.push(peer_chart::parse(&text, &path.display().to_string())?);
+    }
+    peer_chart::chart(&tables, &args.title, &args.out)?;
+    print_out(&format!("wrote {}\n", args.out.display()))
+}
+
 fn bench(args: BenchArgs) -> Result<(), Failure> {
+    if let Some(BenchCommand::Chart(c)) = args.chart {
+        return chart(c);
+    }
     let sweep = sweep_of(&args)?;
     let machine = Machine::here();
     let start = std::time::Instant::now();
