@@ -6,10 +6,12 @@
 //!              [--groups on|off] [--full-window] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
+//! timewarp view FILE [--out PAGE.html] [--scene SCENE [--bodies N]] [--raw] [--quiet]
 //! timewarp scenes [--export NAME [--bodies N]]
 //! timewarp bench [--quick] [--scenes LIST] [--sizes LIST] [--threads LIST] [--backends LIST]
 //!                [--engines LIST] [--seconds S] [--warp-seconds S] [--warmup W] [--repeats R]
 //!                [--time-limit S] [--no-parallelism] [--out-dir DIR] [--quiet]
+//! timewarp bench chart PEER.md... --out FILE.svg [--title TEXT]
 //! ```
 //!
 //! `SCENE` is a path when it ends in `.toml`, contains a path separator or names an existing
@@ -20,7 +22,11 @@
 //! (`warp::lead`). `--bodies`
 //! resizes a built-in (an error for files), `--seconds` overrides `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
 //! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
-//! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file.
+//! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file. `--out`
+//! writes the committed frames as CSV or glTF by the file's extension; `view` turns either into
+//! one HTML page that plays the run (`timewarp::view`; a CSV needs its scene, `--scene`, by
+//! default the default scene), written to `--out` or beside FILE with the extension `.html`.
+//! `bench chart` draws `peer/`'s tables as an SVG bar chart (`timewarp::bench::peer_chart`).
 //!
 //! `--checkpoint FILE` saves the run's state at its last frame (and with `--checkpoint-every S`
 //! every `S` simulated seconds too); `resume FILE` continues such a run to `--seconds` in all
@@ -59,7 +65,8 @@ pub const EXIT_ERROR: u8 = 2;
 #[command(
     name = "timewarp",
     version,
-    about = "A parallel rigid-body physics engine: object-centric timewarp on a TL2 STM or ordered locks"
+    about = "A parallel rigid-body physics engine: object-centric timewarp on a TL2 STM or ordered locks",
+    after_help = "Start with `timewarp run` (the default scene) and `timewarp COMMAND --help`; the README and docs/usage.md say more."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -189,20 +196,29 @@ struct RunArgs {
     /// Simulated seconds (default: the scene's world.seconds)
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = parse_seconds)]
     seconds: Option<f64>,
-    /// Engine: the timewarp engine (the default) or the frame-centric baseline
+    /// Engine: `warp`, object-centric timewarp (the product: every body or contact group on
+    /// its own clock in ticks of the scene's tick, speculating past the GVT and rolling back on
+    /// collisions), or `frame`, the baseline (all bodies in lock-step at one frame, 1/60 s in
+    /// the built-ins, persistent islands solved in parallel: the faster of the two today)
     #[arg(long, value_enum, default_value_t = EngineKind::Warp)]
     engine: EngineKind,
-    /// Worker threads (default: the available parallelism)
+    /// Worker threads (default: the available parallelism). The committed frames are the same
+    /// for any count
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// What guards the shared structures of the warp engine (default: the build's, stm when
-    /// compiled in)
+    /// What guards the shared structures of the warp engine: the TL2 STM or ordered locks,
+    /// among those compiled in (cargo features `stm`, the default, and `locks`). The committed
+    /// frames are the same under either (the default is stm when compiled in, else locks)
     #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
-    /// Write the committed frames to FILE (.csv)
+    /// Write the committed frames to FILE, written whole or not at all: `.csv` (one row per
+    /// dynamic body per frame: frame, time, body, position, rotation, velocity, angular
+    /// velocity) or `.glb` (an animated glTF 2.0 binary: a node per body, a mesh per shape).
+    /// `timewarp view FILE` plays either in a browser
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Print `checksum: <16 hex digits>`, a hash of every committed frame's bits
+    /// Print `checksum: <16 hex digits>`, a hash of every committed frame's bits: equal
+    /// checksums, equal runs
     #[arg(long)]
     checksum: bool,
     /// No progress bar and no summary
@@ -212,12 +228,15 @@ struct RunArgs {
     /// bounds) in the summary
     #[arg(long)]
     parallelism: bool,
-    /// Warp engine: contact groups (bodies in slow, lasting contact simulated as one island
-    /// entity that fuses, splits and sleeps) [default: on with the warp engine]
+    /// Warp engine: contact groups. Bodies in slow contact fuse into one island entity, which
+    /// splits when they part and sleeps when they rest; `off` makes every body an entity of its
+    /// own (the paper's method alone, what `timewarp bench` measures) [default: on with the
+    /// warp engine]
     #[arg(long, value_enum, value_name = "on|off")]
     groups: Option<Toggle>,
     /// Warp engine: let entities speculate as far as the scene's window at all times (the
-    /// paper's fixed window) instead of the adaptive lead under it
+    /// paper's fixed window) instead of the adaptive lead under it, which rises when workers
+    /// starve and falls when rollbacks pile up. The committed frames are the same either way
     #[arg(long)]
     full_window: bool,
     /// Warp engine: the TVHT's time slice, in ticks (a power of two up to 1024): consecutive
@@ -238,7 +257,8 @@ enum Toggle {
 
 #[derive(Args, Debug)]
 struct CheckpointArgs {
-    /// Save the run's state at its last frame to FILE (atomically), for `timewarp resume`
+    /// Save the run's state at its last frame to FILE (atomically, with the scene: `timewarp
+    /// resume FILE` needs nothing else, and resumes bit for bit)
     #[arg(long, value_name = "FILE")]
     checkpoint: Option<PathBuf>,
     /// Also save it every S simulated seconds (at the committed frame nearest each multiple)
@@ -261,7 +281,7 @@ struct ResumeArgs {
     /// compiled in)
     #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
-    /// Write the resumed frames (those after the checkpoint) to FILE (.csv)
+    /// Write the resumed frames (those after the checkpoint) to FILE: .csv or .glb
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Print `checksum: <16 hex digits>` of every committed frame, those before the checkpoint included
