@@ -219,10 +219,11 @@ fn chromium() -> Option<PathBuf> {
 const W: u32 = 640;
 const H: u32 = 400;
 
-/// A screenshot of `page#hash` as RGB rows.
-fn screenshot(browser: &Path, page: &Path, hash: &str, out: &Path) -> Vec<[u8; 3]> {
+/// Runs the headless browser on `page#hash` with `action` (`--screenshot=...` or
+/// `--dump-dom`) after 10 s of virtual time; returns its stdout.
+fn browse(browser: &Path, page: &Path, hash: &str, action: &str) -> String {
     let profile = tempfile::tempdir().unwrap();
-    let status = Command::new(browser)
+    let out = Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -236,16 +237,52 @@ fn screenshot(browser: &Path, page: &Path, hash: &str, out: &Path) -> Vec<[u8; 3
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--window-size={W},{H}"))
-        .arg(format!("--screenshot={}", out.display()))
+        .arg(action)
         .arg(format!("file://{}#{hash}", page.display()))
         .output()
         .expect("the browser runs");
     assert!(
-        status.status.success() && out.is_file(),
+        out.status.success(),
         "{}: {}",
         browser.display(),
-        String::from_utf8_lossy(&status.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `<body ...>` tag of the page after 10 s of virtual time.
+fn body_tag(browser: &Path, page: &Path, hash: &str) -> String {
+    let dom = browse(browser, page, hash, "--dump-dom");
+    let start = dom.find("<body").expect("a body in the DOM");
+    dom[start..start + dom[start..].find('>').unwrap() + 1].to_string()
+}
+
+/// The value of `data-NAME` in a tag.
+fn data(tag: &str, name: &str) -> Option<String> {
+    let key = format!("data-{name}=\"");
+    let from = tag.find(&key)? + key.len();
+    Some(tag[from..from + tag[from..].find('"')?].to_string())
+}
+
+/// Asserts that the page whose `<body>` tag this is, opened at its start (0 s) and playing at
+/// `speed`, drew its first picture without error and then played on: after the browser's 10 s
+/// of virtual time, less the page's loading, its time is well past the start.
+fn plays(tag: &str, speed: f64) {
+    assert_eq!(data(tag, "ready").as_deref(), Some("1"), "{tag}");
+    assert_eq!(data(tag, "error"), None, "{tag}");
+    let t: f64 = data(tag, "time").expect("data-time").parse().unwrap();
+    assert!(t > 2.0 * speed, "the page did not play: {tag}");
+}
+
+/// A screenshot of `page#hash` as RGB rows.
+fn screenshot(browser: &Path, page: &Path, hash: &str, out: &Path) -> Vec<[u8; 3]> {
+    browse(
+        browser,
+        page,
+        hash,
+        &format!("--screenshot={}", out.display()),
+    );
+    assert!(out.is_file(), "no screenshot");
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(out).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
@@ -323,6 +360,10 @@ fn the_page_plays_the_run_in_a_real_browser() {
     let cam = format!("cam={yaw},{pitch},{dist},{},{},{}", t[0], t[1], t[2]);
     let shot = |hash: String, name: &str| screenshot(&browser, &page, &hash, &d.join(name));
     let background = shot(format!("t=0.1&paused&ui=0&hide=dynamic&{cam}"), "bg.png");
+    // Playing (not paused) at a twentieth of real time (the run is 1 s long and loops), the
+    // page has drawn picture after picture, and moved on.
+    let playing = body_tag(&browser, &page, &format!("speed=0.05&ui=0&{cam}"));
+    plays(&playing, 0.05);
     let rows = csv_positions(&d.join("run.csv"));
     let mut pictures = Vec::new();
     for t in [0.1, 0.8] {
@@ -379,5 +420,46 @@ fn the_page_plays_the_run_in_a_real_browser() {
     assert!(
         unlike < 50,
         "{unlike} pixels differ between the pages of the .glb and the .csv"
+    );
+}
+
+#[test]
+fn the_readme_commands_give_a_page_that_plays() {
+    // README, "Watch a run": `timewarp run cylinders --out run.glb`, `timewarp view run.glb`.
+    let Some(browser) = chromium() else {
+        assert!(
+            !std::env::var("TIMEWARP_REQUIRE_BROWSER").is_ok_and(|v| v == "1"),
+            "TIMEWARP_REQUIRE_BROWSER=1 but no chromium was found"
+        );
+        eprintln!("SKIPPED the_readme_commands_give_a_page_that_plays: no chromium on PATH");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&["run", "cylinders", "--out", "run.glb", "--quiet"], d);
+    let said = ok(&["view", "run.glb"], d);
+    assert!(
+        said.starts_with("wrote run.html (601 frames of 206 bodies"),
+        "{said}"
+    );
+    let page = d.join("run.html");
+    plays(&body_tag(&browser, &page, "speed=0.5"), 0.5);
+    // The run recorded contact groups: coloured by group, the resting pile at 8 s (slow, so
+    // one colour by speed) is another picture.
+    let by_speed = screenshot(&browser, &page, "t=8&paused&ui=0", &d.join("s.png"));
+    let by_group = screenshot(
+        &browser,
+        &page,
+        "t=8&paused&ui=0&color=group",
+        &d.join("g.png"),
+    );
+    let changed = by_speed
+        .iter()
+        .zip(&by_group)
+        .filter(|(a, b)| differ(**a, **b) > 30)
+        .count();
+    assert!(
+        changed > 2000,
+        "only {changed} pixels differ by group and by speed"
     );
 }

@@ -1,6 +1,6 @@
 //! The glTF file (DESIGN.md, "Command line": `--out FILE.glb`): the committed frames as an
-//! animated glTF 2.0 binary, which 3D tools (Blender, three.js, Babylon.js, the Khronos
-//! validator) open and play.
+//! animated glTF 2.0 binary, for any glTF tool (the Khronos glTF validator finds no error or
+//! warning in it; three.js's `GLTFLoader` plays it).
 //!
 //! The document (made with the `gltf` crate's `json` types, serialised by serde) holds:
 //!

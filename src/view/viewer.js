@@ -32,8 +32,9 @@
 //   color=speed|group|shape
 //   hide=dynamic     draw the static bodies only (a test's background)
 //   ui=0             no controls, no text: the canvas alone
-// Once the first frame is drawn, <body> gets data-ready="1" and data-frame-time="T"; errors
-// are shown on the page and set data-error.
+// Once the first frame is drawn, <body> gets data-ready="1" and data-frame-time="T", the time
+// it drew; data-time is the player's time, which moves on while it plays; errors are shown on
+// the page and set data-error.
 "use strict";
 
 (function () {
@@ -500,16 +501,22 @@ void main() {
       redraw();
     }, { passive: false });
 
+    // The player's clock: simulated time moves on by the wall time since the last look, times
+    // the speed, looking at each animation frame and every 50 ms (animation frames stop in
+    // hidden tabs and come rarely in a headless browser; timers follow its virtual time).
     let last = null;
-    function loop(now) {
-      if (state.playing) {
-        if (last !== null) {
-          state.t += (now - last) / 1000 * state.speed;
-          if (state.t > t1) state.t = t0 + ((state.t - t0) % Math.max(t1 - t0, 1e-9));
-        }
+    function advance() {
+      const now = performance.now();
+      if (state.playing && last !== null) {
+        state.t += (now - last) / 1000 * state.speed;
+        if (state.t > t1) state.t = t0 + ((state.t - t0) % Math.max(t1 - t0, 1e-9));
         dirty = true;
       }
       last = now;
+      document.body.dataset.time = state.t.toFixed(4);
+    }
+    function loop() {
+      advance();
       if (dirty) {
         dirty = false;
         draw();
@@ -521,6 +528,7 @@ void main() {
       }
       requestAnimationFrame(loop);
     }
+    setInterval(advance, 50);
     window.timewarp = { meta, state, project, redraw };
     requestAnimationFrame(loop);
   }
