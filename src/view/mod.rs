@@ -277,16 +277,18 @@ pub fn write_page(
         return Err(format!("{source}: no frames to play"));
     }
     let (bytes, layout) = data(rec);
-    let payload = match encoding {
-        Encoding::Raw => bytes.clone(),
+    let payload: std::borrow::Cow<[u8]> = match encoding {
+        Encoding::Raw => std::borrow::Cow::Borrowed(&bytes),
         Encoding::Gzip => {
             let mut z = flate2::write::GzEncoder::new(
                 Vec::with_capacity(bytes.len() / 2),
                 flate2::Compression::fast(),
             );
-            z.write_all(&bytes)
-                .and_then(|()| z.finish())
-                .map_err(|e| e.to_string())?
+            std::borrow::Cow::Owned(
+                z.write_all(&bytes)
+                    .and_then(|()| z.finish())
+                    .map_err(|e| e.to_string())?,
+            )
         }
     };
     let meta = Meta {
