@@ -351,3 +351,64 @@ pub fn write_page(
 pub fn default_page(file: &Path) -> std::path::PathBuf {
     file.with_extension("html")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_filled_in_one_pass() {
+        let slots = [("A", "{{B}}"), ("B", "b")];
+        assert_eq!(
+            fill("x{{A}}y{{B}}z{{C}}", &slots),
+            "x{{B}}yb z{{C}}".replace(' ', "")
+        );
+        assert_eq!(fill("{{", &slots), "{{");
+        assert_eq!(
+            escape_html("<a href=\"&\">"),
+            "&lt;a href=&quot;&amp;&quot;&gt;"
+        );
+    }
+
+    #[test]
+    fn the_colour_scale_tops_out_at_the_99th_percentile() {
+        let mut speeds: Vec<f32> = (0..=1000).map(|i| i as f32 / 100.0).collect();
+        speeds.push(f32::NAN);
+        speeds.reverse();
+        assert_eq!(speed_scale(&speeds), 9.9);
+        assert_eq!(speed_scale(&[0.0, 0.0]), 1e-3);
+        assert_eq!(speed_scale(&[]), 1.0);
+    }
+
+    #[test]
+    fn the_data_is_laid_out_body_by_body() {
+        let scene = crate::output::test_scene();
+        let mut rec = Recording::new("t", &scene);
+        for f in 0..3u64 {
+            let states: Vec<_> = scene
+                .bodies
+                .iter()
+                .enumerate()
+                .map(|(i, b)| crate::dynamics::BodyState {
+                    position: Vec3::new(i as f32, f as f32, 0.0),
+                    ..crate::dynamics::BodyState::from_desc(b)
+                })
+                .collect();
+            rec.push_frame(f, f as f64, &states).unwrap();
+        }
+        rec.groups = Some((0..6).collect());
+        let (bytes, layout) = data(&rec);
+        let f32_at = |k: usize| f32::from_le_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap());
+        // Body 1's three positions, then body 3's.
+        let xs: Vec<f32> = (0..18).map(f32_at).collect();
+        assert_eq!(xs[..9], [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 2.0, 0.0]);
+        assert_eq!(xs[9..], [3.0, 0.0, 0.0, 3.0, 1.0, 0.0, 3.0, 2.0, 0.0]);
+        assert_eq!((layout.rotations.offset, layout.rotations.count), (72, 24));
+        let g = layout.groups.unwrap();
+        let group =
+            |k: usize| u32::from_le_bytes(bytes[g.offset + 4 * k..][..4].try_into().unwrap());
+        // Frame-major groups 0..6 (frame f, body j at 2f + j) come out body-major.
+        assert_eq!((0..6).map(group).collect::<Vec<_>>(), [0, 2, 4, 1, 3, 5]);
+        assert_eq!(bytes.len(), 6 * 9 * 4);
+    }
+}
