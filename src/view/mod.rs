@@ -359,10 +359,7 @@ mod tests {
     #[test]
     fn slots_are_filled_in_one_pass() {
         let slots = [("A", "{{B}}"), ("B", "b")];
-        assert_eq!(
-            fill("x{{A}}y{{B}}z{{C}}", &slots),
-            "x{{B}}yb z{{C}}".replace(' ', "")
-        );
+        assert_eq!(fill("x{{A}}y{{B}}z{{C}}", &slots), "x{{B}}ybz{{C}}");
         assert_eq!(fill("{{", &slots), "{{");
         assert_eq!(
             escape_html("<a href=\"&\">"),
