@@ -6,10 +6,12 @@
 //!              [--groups on|off] [--full-window] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
+//! timewarp view FILE [--out PAGE.html] [--scene SCENE [--bodies N]] [--raw] [--quiet]
 //! timewarp scenes [--export NAME [--bodies N]]
 //! timewarp bench [--quick] [--scenes LIST] [--sizes LIST] [--threads LIST] [--backends LIST]
 //!                [--engines LIST] [--seconds S] [--warp-seconds S] [--warmup W] [--repeats R]
 //!                [--time-limit S] [--no-parallelism] [--out-dir DIR] [--quiet]
+//! timewarp bench chart PEER.md... --out FILE.svg [--title TEXT]
 //! ```
 //!
 //! `SCENE` is a path when it ends in `.toml`, contains a path separator or names an existing
@@ -20,7 +22,11 @@
 //! (`warp::lead`). `--bodies`
 //! resizes a built-in (an error for files), `--seconds` overrides `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
 //! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
-//! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file.
+//! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file. `--out`
+//! writes the committed frames as CSV or glTF by the file's extension; `view` turns either into
+//! one HTML page that plays the run (`timewarp::view`; a CSV needs its scene, `--scene`, by
+//! default the default scene), written to `--out` or beside FILE with the extension `.html`.
+//! `bench chart` draws `peer/`'s tables as an SVG bar chart (`timewarp::bench::peer_chart`).
 //!
 //! `--checkpoint FILE` saves the run's state at its last frame (and with `--checkpoint-every S`
 //! every `S` simulated seconds too); `resume FILE` continues such a run to `--seconds` in all
@@ -42,9 +48,9 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use timewarp::bench::report::{self, Machine};
-use timewarp::bench::{Case, Sweep, plot, run_sweep};
+use timewarp::bench::{Case, Sweep, peer_chart, plot, run_sweep};
 use timewarp::checkpoint::{Checkpoint, Checkpointer};
-use timewarp::output::{Checksum, CsvSink, FrameSink, Tee};
+use timewarp::output::{Checksum, CsvSink, FrameSink, GlbSink, Tee};
 use timewarp::run::{
     Backend, EngineKind, MAX_FRAMES, Resume, RunOptions, check_options, run_scene_with,
 };
@@ -59,7 +65,8 @@ pub const EXIT_ERROR: u8 = 2;
 #[command(
     name = "timewarp",
     version,
-    about = "A parallel rigid-body physics engine: object-centric timewarp on a TL2 STM or ordered locks"
+    about = "A parallel rigid-body physics engine: object-centric timewarp on a TL2 STM or ordered locks",
+    after_help = "Start with `timewarp run` (the default scene) and `timewarp COMMAND --help`; the README and docs/usage.md say more."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -76,10 +83,39 @@ enum Command {
     Scenes(ScenesArgs),
     /// Benchmark scenes x sizes x threads x backends x engines: Markdown table, JSON, SVG plots
     Bench(BenchArgs),
+    /// Write one self-contained HTML page that plays a run (its .glb or .csv) in a browser
+    View(ViewArgs),
 }
 
 #[derive(Args, Debug)]
+struct ViewArgs {
+    /// The .glb or .csv file written by `timewarp run --out`
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Where to write the page [default: FILE with the extension .html, e.g. run.glb ->
+    /// run.html]
+    #[arg(long, value_name = "PAGE")]
+    out: Option<PathBuf>,
+    /// For a .csv file, which has no shapes: the scene the run played, a built-in name or a
+    /// .toml file [default: the default scene of `run`, cylinders]
+    #[arg(long, value_name = "SCENE")]
+    scene: Option<String>,
+    /// For a .csv file of a built-in scene: its number of bodies, as given to `run`
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_bodies)]
+    bodies: Option<usize>,
+    /// Store the frames uncompressed (base64 only) instead of gzipped
+    #[arg(long)]
+    raw: bool,
+    /// Print nothing
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 struct BenchArgs {
+    #[command(subcommand)]
+    chart: Option<BenchCommand>,
     /// The small sweep (parallel, cylinders, bouncing at 200 and 500 bodies, pyramids at 550; 1 and 2 threads; short spans)
     #[arg(long)]
     quick: bool,
@@ -125,6 +161,30 @@ struct BenchArgs {
     quiet: bool,
 }
 
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Draw the tables of the rapier3d comparison (the Markdown that `peer/` prints) as one
+    /// SVG bar chart of the ratios rapier / timewarp, without running anything
+    Chart(ChartArgs),
+}
+
+#[derive(Args, Debug)]
+struct ChartArgs {
+    /// Tables printed by `peer/` (e.g. docs/bench/RUN/peer-60-locks.md peer-960-locks.md): a
+    /// series of bars per table and timewarp engine
+    #[arg(value_name = "PEER.md", required = true)]
+    tables: Vec<PathBuf>,
+    /// The SVG file to write
+    #[arg(long, value_name = "FILE.svg")]
+    out: PathBuf,
+    /// The chart's title
+    #[arg(
+        long,
+        default_value = "rapier3d against timewarp: wall time per simulated second"
+    )]
+    title: String,
+}
+
 #[derive(Args, Debug)]
 struct RunArgs {
     /// A built-in scene name (see `timewarp scenes`) or a path to a .toml scene file
@@ -136,20 +196,29 @@ struct RunArgs {
     /// Simulated seconds (default: the scene's world.seconds)
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = parse_seconds)]
     seconds: Option<f64>,
-    /// Engine: the timewarp engine (the default) or the frame-centric baseline
+    /// Engine: `warp`, object-centric timewarp (the product: every body or contact group on
+    /// its own clock in ticks of the scene's tick, speculating past the GVT and rolling back on
+    /// collisions), or `frame`, the baseline (all bodies in lock-step at one frame, 1/60 s in
+    /// the built-ins, persistent islands solved in parallel: the faster of the two today)
     #[arg(long, value_enum, default_value_t = EngineKind::Warp)]
     engine: EngineKind,
-    /// Worker threads (default: the available parallelism)
+    /// Worker threads (default: the available parallelism). The committed frames are the same
+    /// for any count
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// What guards the shared structures of the warp engine (default: the build's, stm when
-    /// compiled in)
+    /// What guards the shared structures of the warp engine: the TL2 STM or ordered locks,
+    /// among those compiled in (cargo features `stm`, the default, and `locks`). The committed
+    /// frames are the same under either (the default is stm when compiled in, else locks)
     #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
-    /// Write the committed frames to FILE (.csv)
+    /// Write the committed frames to FILE, written whole or not at all: `.csv` (one row per
+    /// dynamic body per frame: frame, time, body, position, rotation, velocity, angular
+    /// velocity) or `.glb` (an animated glTF 2.0 binary: a node per body, a mesh per shape).
+    /// `timewarp view FILE` plays either in a browser
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Print `checksum: <16 hex digits>`, a hash of every committed frame's bits
+    /// Print `checksum: <16 hex digits>`, a hash of every committed frame's bits: equal
+    /// checksums, equal runs
     #[arg(long)]
     checksum: bool,
     /// No progress bar and no summary
@@ -159,12 +228,15 @@ struct RunArgs {
     /// bounds) in the summary
     #[arg(long)]
     parallelism: bool,
-    /// Warp engine: contact groups (bodies in slow, lasting contact simulated as one island
-    /// entity that fuses, splits and sleeps) [default: on with the warp engine]
+    /// Warp engine: contact groups. Bodies in slow contact fuse into one island entity, which
+    /// splits when they part and sleeps when they rest; `off` makes every body an entity of its
+    /// own (the paper's method alone, what `timewarp bench` measures) [default: on with the
+    /// warp engine]
     #[arg(long, value_enum, value_name = "on|off")]
     groups: Option<Toggle>,
     /// Warp engine: let entities speculate as far as the scene's window at all times (the
-    /// paper's fixed window) instead of the adaptive lead under it
+    /// paper's fixed window) instead of the adaptive lead under it, which rises when workers
+    /// starve and falls when rollbacks pile up. The committed frames are the same either way
     #[arg(long)]
     full_window: bool,
     /// Warp engine: the TVHT's time slice, in ticks (a power of two up to 1024): consecutive
@@ -185,7 +257,8 @@ enum Toggle {
 
 #[derive(Args, Debug)]
 struct CheckpointArgs {
-    /// Save the run's state at its last frame to FILE (atomically), for `timewarp resume`
+    /// Save the run's state at its last frame to FILE (atomically, with the scene: `timewarp
+    /// resume FILE` needs nothing else, and resumes bit for bit)
     #[arg(long, value_name = "FILE")]
     checkpoint: Option<PathBuf>,
     /// Also save it every S simulated seconds (at the committed frame nearest each multiple)
@@ -208,7 +281,7 @@ struct ResumeArgs {
     /// compiled in)
     #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
-    /// Write the resumed frames (those after the checkpoint) to FILE (.csv)
+    /// Write the resumed frames (those after the checkpoint) to FILE: .csv or .glb
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Print `checksum: <16 hex digits>` of every committed frame, those before the checkpoint included
@@ -308,17 +381,69 @@ fn is_path(arg: &str) -> bool {
 }
 
 fn resolve_scene(args: &RunArgs) -> Result<(Scene, String), Failure> {
-    let name = args.scene.as_deref().unwrap_or(DEFAULT_SCENE);
+    scene_of(args.scene.as_deref(), args.bodies)
+}
+
+/// The scene `name` (a built-in or a file; the default scene when `None`) with `bodies`, and
+/// its label.
+fn scene_of(name: Option<&str>, bodies: Option<usize>) -> Result<(Scene, String), Failure> {
+    let name = name.unwrap_or(DEFAULT_SCENE);
     if is_path(name) {
-        if args.bodies.is_some() {
+        if bodies.is_some() {
             return Err(Failure(format!(
                 "--bodies applies to built-in scenes only; the scene file {name} gives its own bodies"
             )));
         }
         Ok((load(Path::new(name))?, name.to_string()))
     } else {
-        Ok((builtin(name, args.bodies)?, name.to_string()))
+        Ok((builtin(name, bodies)?, name.to_string()))
     }
+}
+
+fn view(args: ViewArgs) -> Result<(), Failure> {
+    let is_csv = args
+        .file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    // A .glb file carries its shapes; `read_recording` refuses a scene given with one.
+    let scene = if is_csv || args.scene.is_some() || args.bodies.is_some() {
+        Some(scene_of(args.scene.as_deref(), args.bodies)?)
+    } else {
+        None
+    };
+    let rec = timewarp::view::read_recording(
+        &args.file,
+        scene.as_ref().map(|(s, label)| (s, label.as_str())),
+    )?;
+    let out = args
+        .out
+        .unwrap_or_else(|| timewarp::view::default_page(&args.file));
+    if out == args.file {
+        return Err(Failure(format!(
+            "--out {}: the page would replace the run it plays",
+            out.display()
+        )));
+    }
+    let encoding = if args.raw {
+        timewarp::view::Encoding::Raw
+    } else {
+        timewarp::view::Encoding::Gzip
+    };
+    let source = args.file.file_name().map_or_else(
+        || args.file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let stats = timewarp::view::write_page(&rec, &source, &out, encoding)?;
+    if !args.quiet {
+        print_out(&format!(
+            "wrote {} ({} frames of {} bodies, {:.1} MB): open it in a browser\n",
+            out.display(),
+            stats.frames,
+            stats.bodies,
+            stats.bytes as f64 / 1e6
+        ))?;
+    }
+    Ok(())
 }
 
 fn default_threads(threads: Option<usize>) -> usize {
@@ -383,6 +508,28 @@ struct Outputs<'a> {
     checkpoint: &'a CheckpointArgs,
 }
 
+/// The sink of `--out PATH`, by the file's extension: `.csv` or `.glb`.
+fn open_output(path: &Path, scene: &Scene, label: &str) -> Result<Box<dyn FrameSink>, Failure> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let sink: Box<dyn FrameSink> = match ext.as_deref() {
+        Some("csv") => {
+            Box::new(CsvSink::create(path, scene).map_err(|e| format!("cannot create {e}"))?)
+        }
+        Some("glb") => {
+            Box::new(GlbSink::create(path, scene, label).map_err(|e| format!("cannot create {e}"))?)
+        }
+        _ => {
+            return Err(Failure(format!(
+                "--out {}: unsupported output format; the file name must end in .csv or .glb",
+                path.display()
+            )));
+        }
+    };
+    Ok(sink)
+}
+
 /// Runs `scene` (from `resumed` when given) with the sinks `outputs` asks for, then prints the
 /// summary and the checksum.
 fn play(
@@ -413,20 +560,9 @@ fn play(
             )?)
         }
     };
-    let mut csv = match outputs.out {
+    let mut out = match outputs.out {
         None => None,
-        Some(path) => {
-            let is_csv = path
-                .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-            if !is_csv {
-                return Err(Failure(format!(
-                    "--out {}: unsupported output format; only .csv files can be written",
-                    path.display()
-                )));
-            }
-            Some(CsvSink::create(path, scene).map_err(|e| format!("cannot create {e}"))?)
-        }
+        Some(path) => Some(open_output(path, scene, &options.label)?),
     };
     let mut checksum = outputs.checksum.then(|| match resumed {
         Some(c) => Checksum::resume(scene, c.checksum, c.checksum_frames),
@@ -438,8 +574,8 @@ fn play(
     });
     let summary = {
         let mut tee = Tee::new();
-        if let Some(csv) = csv.as_mut() {
-            tee.push(csv as &mut dyn FrameSink);
+        if let Some(out) = out.as_mut() {
+            tee.push(out.as_mut());
         }
         if let Some(c) = checksum.as_mut() {
             tee.push(c as &mut dyn FrameSink);
@@ -579,7 +715,21 @@ fn sweep_of(args: &BenchArgs) -> Result<Sweep, Failure> {
     Ok(s)
 }
 
+fn chart(args: ChartArgs) -> Result<(), Failure> {
+    let mut tables = Vec::new();
+    for path in &args.tables {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        tables.push(peer_chart::parse(&text, &path.display().to_string())?);
+    }
+    peer_chart::chart(&tables, &args.title, &args.out)?;
+    print_out(&format!("wrote {}\n", args.out.display()))
+}
+
 fn bench(args: BenchArgs) -> Result<(), Failure> {
+    if let Some(BenchCommand::Chart(c)) = args.chart {
+        return chart(c);
+    }
     let sweep = sweep_of(&args)?;
     let machine = Machine::here();
     let start = std::time::Instant::now();
@@ -632,8 +782,9 @@ fn dispatch() -> Result<(), Failure> {
         Some(Command::Resume(args)) => resume(args),
         Some(Command::Scenes(args)) => scenes(args),
         Some(Command::Bench(args)) => bench(args),
+        Some(Command::View(args)) => view(args),
         None => Err(Failure(
-            "no command given; use `timewarp run [SCENE]`, `timewarp scenes` or `timewarp bench` (see --help)".into(),
+            "no command given; use `timewarp run [SCENE]`, `timewarp view FILE`, `timewarp scenes` or `timewarp bench` (see --help)".into(),
         )),
     }
 }

@@ -16,7 +16,9 @@
 //! - [`dynamics`]: body state, exact free flight, collision impulses, the island contact solver.
 //! - [`islands`]: the persistent island graph (Box2D v3): link, deferred split, sleep and wake.
 //! - [`frame`]: the frame-centric baseline engine.
-//! - [`output`]: committed-frame sinks: CSV trajectories, checksum, progress, run summary.
+//! - [`output`]: committed-frame sinks: CSV trajectories, glTF files, checksum, progress, run
+//!   summary.
+//! - [`view`]: `timewarp view`, a self-contained HTML page that plays a recorded run (WebGL2).
 //! - [`sync`]: the seam between the engine and its guard: STM transactions or ordered locks.
 //! - [`warp`]: object-centric timewarp (seed 000): the TVHT, the GVT buffer, entities with
 //!   step/resolve/rollback, the work-stealing scheduler and the sequential reference.
@@ -38,4 +40,5 @@ mod primitive;
 pub mod run;
 pub mod scene;
 pub mod sync;
+pub mod view;
 pub mod warp;

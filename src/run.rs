@@ -346,6 +346,26 @@ pub fn run_scene_with(
     })
 }
 
+/// The group of each dynamic body (in scene order) for [`FrameSink::groups`]: the scene id of
+/// its island's smallest body, with [`crate::output::GROUP_ASLEEP`] while the island sleeps.
+/// `islands` name bodies by their index among the dynamic ones, whose scene ids are `dynamic`.
+fn group_values(islands: &[Island], dynamic: &[usize]) -> Vec<u32> {
+    let mut groups = vec![0; dynamic.len()];
+    for island in islands {
+        let Some(&first) = island.bodies.first() else {
+            continue;
+        };
+        let mut value = dynamic[first as usize] as u32;
+        if island.asleep {
+            value |= crate::output::GROUP_ASLEEP;
+        }
+        for &b in &island.bodies {
+            groups[b as usize] = value;
+        }
+    }
+    groups
+}
+
 fn checkpoint_io(e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("cannot write checkpoint {e}"))
 }
@@ -408,9 +428,15 @@ fn run_warp_scene(
     // The engine's state at the last committed frame, for the final checkpoint (with contact
     // groups, known only at the frames whose islands the engine hands out).
     let mut last: Option<EngineState> = resume.map(|r| r.state.clone());
-    let islands_every = ck
-        .as_deref()
-        .map(|c| c.every().map_or(0, |e| e.saturating_mul(frame_ticks)));
+    // Islands are logged for periodic checkpoints, and at every frame for a sink that wants
+    // the contact groups (every multiple of a checkpoint's period is a frame tick).
+    let wants_groups = options.groups && sink.wants_groups();
+    let islands_every = if wants_groups {
+        Some(frame_ticks)
+    } else {
+        ck.as_deref()
+            .map(|c| c.every().map_or(0, |e| e.saturating_mul(frame_ticks)))
+    };
     let mut sink_error = None;
     let mut last_frame = first;
     let mut out =
@@ -428,6 +454,10 @@ fn run_warp_scene(
                 sink_error = Some(e);
                 m
             };
+            if let (true, Some(islands)) = (wants_groups, &islands) {
+                sink.groups(frame, &group_values(islands, &dynamic))
+                    .map_err(&mut fail)?;
+            }
             sink.frame(frame, frame as f64 * dt, &all)
                 .map_err(&mut fail)?;
             if let Some(c) = ck.as_deref_mut() {

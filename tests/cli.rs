@@ -291,7 +291,7 @@ fn other_bad_flags_and_files() {
         &["'fast'", "--engine", "possible values"],
     );
     fails(&["run", "--backend", "mutex"], d, &["'mutex'", "--backend"]);
-    fails(&["run", "--out", "x.txt"], d, &["x.txt", "only .csv"]);
+    fails(&["run", "--out", "x.txt"], d, &["x.txt", ".csv or .glb"]);
     fails(&["run", "--seconds", "nan"], d, &["--seconds", "nan"]);
     fails(
         &["run", "ok.toml", "--bodies", "5"],
@@ -688,47 +688,65 @@ fn bench_refuses_bad_lists() {
     fails(&["bench", "--repeats", "0"], dir.path(), &["--repeats"]);
 }
 
-/// The README's front door: every `cargo run --release ...` line of its "Run it" block is a
-/// command of this binary that runs (shortened to 0.1 simulated s, quiet, no output file).
-/// Found: the default-run line was a bare `cargo run --release`, which is `timewarp` with no
-/// command, an error.
+/// The front door: every command line of the `sh` blocks of README.md and docs/usage.md that
+/// runs this binary (`cargo run --release -- ...`, `target/release/timewarp ...` or `timewarp
+/// ...`; synopsis lines with `[` are not commands) and whose command is `run`, `resume`,
+/// `view` or `scenes`, runs, in order, in one directory (so `view` finds the file `run` wrote),
+/// with `run` and `resume` shortened to 0.1 simulated s and quiet. Found: the default-run line
+/// was once a bare `cargo run --release`, which is `timewarp` with no command, an error.
 #[test]
-fn the_readmes_run_commands_run() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let block = readme
-        .split("## Run it")
-        .nth(1)
-        .and_then(|s| s.split("```sh").nth(1))
-        .and_then(|s| s.split("```").next())
-        .expect("a sh block under \"## Run it\"");
+fn the_documented_commands_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ran = 0;
-    for line in block.lines().filter(|l| l.starts_with("cargo run")) {
-        let cmd = line.split('#').next().unwrap().trim();
-        let rest = cmd
-            .strip_prefix("cargo run --release --")
-            .unwrap_or_else(|| panic!("{cmd:?} passes no command to timewarp"));
-        let mut args: Vec<String> = rest.split_whitespace().map(String::from).collect();
-        if args.first().map(String::as_str) == Some("run") {
-            // Shortened: 0.1 simulated s, quiet, no output file.
-            if let Some(i) = args.iter().position(|a| a == "--out") {
-                args.drain(i..i + 2);
+    let mut ran = Vec::new();
+    for doc in ["README.md", "docs/usage.md"] {
+        let text_of =
+            std::fs::read_to_string(format!("{}/{doc}", env!("CARGO_MANIFEST_DIR"))).expect(doc);
+        let blocks = text_of
+            .split("```sh")
+            .skip(1)
+            .filter_map(|b| b.split("```").next());
+        for line in blocks.flat_map(str::lines) {
+            let cmd = line.split('#').next().unwrap().trim();
+            let Some(rest) = [
+                "cargo run --release --",
+                "target/release/timewarp",
+                "timewarp",
+            ]
+            .iter()
+            .find_map(|p| cmd.strip_prefix(p).filter(|r| r.starts_with(' '))) else {
+                continue;
+            };
+            let mut args: Vec<String> = rest.split_whitespace().map(String::from).collect();
+            let command = args.first().cloned().unwrap_or_default();
+            if cmd.contains('[') || !["run", "resume", "view", "scenes"].contains(&command.as_str())
+            {
+                continue;
             }
-            match args.iter().position(|a| a == "--seconds") {
-                Some(i) => args[i + 1] = "0.1".into(),
-                None => args.extend(["--seconds".into(), "0.1".into()]),
+            if command == "run" || command == "resume" {
+                match args.iter().position(|a| a == "--seconds") {
+                    Some(i) => args[i + 1] = "0.1".into(),
+                    None => args.extend(["--seconds".into(), "0.1".into()]),
+                }
+                args.push("--quiet".into());
             }
-            args.push("--quiet".into());
+            for a in args.iter_mut().filter(|a| a.starts_with("scenes/")) {
+                // Scene files are relative to the repository.
+                *a = format!("{}/{a}", env!("CARGO_MANIFEST_DIR"));
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = timewarp(&args, dir.path());
+            assert!(
+                out.status.success(),
+                "{doc}: {cmd:?}: {}",
+                text(&out.stderr)
+            );
+            ran.push(command);
         }
-        for a in args.iter_mut().filter(|a| a.starts_with("scenes/")) {
-            // Scene files are relative to the repository.
-            *a = format!("{}/{a}", env!("CARGO_MANIFEST_DIR"));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = timewarp(&args, dir.path());
-        assert!(out.status.success(), "{cmd:?}: {}", text(&out.stderr));
-        ran += 1;
     }
-    assert!(ran >= 3, "{ran} commands in the README's Run it block");
+    for command in ["run", "resume", "view", "scenes"] {
+        assert!(
+            ran.iter().any(|c| c == command),
+            "no documented {command} ran: {ran:?}"
+        );
+    }
 }

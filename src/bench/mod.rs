@@ -24,6 +24,8 @@
 //! (from [`crate::sync::stats`](mod@crate::sync::stats), which includes
 //! `timewarp_stm::stats`), keys per critical section (both backends), and the parallelism
 //! estimate. [`report`] prints the Markdown table and writes the JSON; [`plot`] draws the SVGs.
+//! [`peer_chart`] draws the tables of the rapier3d comparison (`peer/`) as a bar chart
+//! (`timewarp bench chart`).
 //!
 //! One abort ratio does not say which shared structure the aborts come from, so each run also
 //! keeps the section counters per class of table ([`crate::sync::Class`]: TVHT, GVT buffer,
@@ -33,6 +35,7 @@
 //! conflict aborts only, so their attempt-weighted mean can sit a little above it. The
 //! Markdown table, already wide, keeps its one column.
 
+pub mod peer_chart;
 pub mod plot;
 pub mod report;
 

@@ -6,17 +6,15 @@
 //! shortest round-trip form (Rust's `{:?}`: `0.1`, `-3.0`, `1e-7`), so parsing a value gives
 //! back the exact bits the engine committed; `time` likewise as an f64.
 //!
-//! The file appears whole or not at all: rows stream into a temporary file in the target's
-//! directory (`.NAME.PID-N.tmp`), which is flushed, synced and renamed onto the target only by
-//! `finish`, i.e. after the last frame of a completed run. Rename within one directory is atomic
-//! on POSIX file systems, so a reader never sees a partial file under the final name; an error,
-//! a panic or an early return drops the sink without `finish`, and the drop deletes the
-//! temporary file (an abrupt kill can leave the hidden temporary, never a partial target).
+//! The file appears whole or not at all ([`AtomicFile`]): rows stream into a temporary file in
+//! the target's directory, renamed onto the target only by `finish`, i.e. after the last frame
+//! of a completed run; a sink dropped without `finish` (an error, a panic, an early return)
+//! deletes the temporary.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 
+use super::atomic::{AtomicFile, context};
 use super::sink::{FrameSink, dynamic_bodies, frame_state};
 use crate::dynamics::BodyState;
 use crate::scene::Scene;
@@ -26,43 +24,27 @@ pub const CSV_HEADER: &str = "frame,time,body,x,y,z,qx,qy,qz,qw,vx,vy,vz,wx,wy,w
 
 /// Streams committed frames to a CSV file, atomically published by [`FrameSink::finish`].
 pub struct CsvSink {
-    path: PathBuf,
-    temp: PathBuf,
-    out: Option<BufWriter<File>>,
+    file: AtomicFile,
     dynamic: Vec<u32>,
     rows: u64,
-}
-
-fn context(path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 impl CsvSink {
     /// Opens the temporary file beside `path` and writes the header. The target itself is not
     /// touched until [`FrameSink::finish`].
     pub fn create(path: &Path, scene: &Scene) -> io::Result<Self> {
-        let (_, temp) = super::temp_beside(path).map_err(|e| context(path, e))?;
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| context(path, e))?;
-        let mut sink = CsvSink {
-            path: path.to_path_buf(),
-            temp,
-            out: Some(BufWriter::with_capacity(1 << 16, file)),
+        let mut file = AtomicFile::create(path)?;
+        file.write_all(format!("{CSV_HEADER}\n").as_bytes())?;
+        Ok(CsvSink {
+            file,
             dynamic: dynamic_bodies(scene),
             rows: 0,
-        };
-        if let Some(out) = sink.out.as_mut() {
-            writeln!(out, "{CSV_HEADER}").map_err(|e| context(path, e))?;
-        }
-        Ok(sink)
+        })
     }
 
     /// The file the sink publishes to.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// Data rows written so far.
@@ -71,10 +53,7 @@ impl CsvSink {
     }
 
     fn write_frame(&mut self, frame: u64, time: f64, states: &[BodyState]) -> io::Result<()> {
-        let out = self
-            .out
-            .as_mut()
-            .ok_or_else(|| io::Error::other("already finished"))?;
+        let out = self.file.writer()?;
         for &id in &self.dynamic {
             let s = frame_state(states, frame, id)?;
             let (p, q, v, w) = (s.position, s.rotation, s.velocity, s.angular_velocity);
@@ -92,48 +71,20 @@ impl CsvSink {
 impl FrameSink for CsvSink {
     fn frame(&mut self, frame: u64, time: f64, states: &[BodyState]) -> io::Result<()> {
         self.write_frame(frame, time, states)
-            .map_err(|e| context(&self.path, e))
+            .map_err(|e| context(self.file.path(), e))
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let out = self
-            .out
-            .take()
-            .ok_or_else(|| context(&self.path, io::Error::other("already finished")))?;
-        let file = out
-            .into_inner()
-            .map_err(|e| context(&self.path, e.into_error()))?;
-        file.sync_all().map_err(|e| context(&self.path, e))?;
-        drop(file);
-        fs::rename(&self.temp, &self.path).map_err(|e| context(&self.path, e))?;
-        Ok(())
-    }
-}
-
-impl Drop for CsvSink {
-    fn drop(&mut self) {
-        // Not finished (or finishing failed before the rename): the partial file goes away.
-        // After a successful rename the temporary name no longer exists and this is a no-op.
-        drop(self.out.take());
-        let _ = fs::remove_file(&self.temp);
+        self.file.commit()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::{BodySpec, SceneBuilder};
+    use crate::output::test_scene as scene;
     use glam::{Quat, Vec3};
-
-    fn scene() -> Scene {
-        SceneBuilder::new()
-            .plane(Vec3::Y, 0.0)
-            .sphere(0.5, Vec3::new(0.1, 2.0, -3.0))
-            .body(BodySpec::cuboid(Vec3::ONE).fixed(true))
-            .sphere(0.5, Vec3::ZERO)
-            .build()
-            .unwrap()
-    }
+    use std::fs;
 
     fn states(scene: &Scene, t: f32) -> Vec<BodyState> {
         scene

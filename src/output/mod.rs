@@ -7,21 +7,31 @@
 //! is ever rolled back. The sinks:
 //!
 //! - [`CsvSink`]: the trajectory file of the contract, streamed to a temporary file beside the
-//!   target and renamed onto it only when the run completes;
+//!   target and renamed onto it only when the run completes ([`AtomicFile`]);
+//! - [`GlbSink`]: the same frames as an animated glTF 2.0 binary ([`glb`]), kept in memory as a
+//!   [`Recording`] and written atomically at the end; [`glb::decode`] and
+//!   [`Recording::from_csv`] read the two files back, for `timewarp view`;
 //! - [`Checksum`]: a 64-bit word-wise FNV-1a hash of every frame's bits, the fingerprint the
 //!   determinism tests compare across thread counts and backends;
 //! - [`Tee`]: hands each frame to several sinks;
 //! - [`Progress`]: the progress bar on stderr, and [`RunSummary`]: the end-of-run report.
 
+mod atomic;
 mod checksum;
 mod csv;
+pub mod glb;
+mod meshes;
 mod progress;
+mod recording;
 mod sink;
 mod summary;
 
+pub use atomic::AtomicFile;
 pub use checksum::{Checksum, FNV_OFFSET, FNV_PRIME};
 pub use csv::{CSV_HEADER, CsvSink};
+pub use glb::GlbSink;
 pub use progress::Progress;
+pub use recording::{GROUP_ASLEEP, RecordedBody, Recording};
 pub use sink::{FrameSink, Tee, dynamic_bodies};
 pub use summary::RunSummary;
 
@@ -50,4 +60,19 @@ pub(crate) fn temp_beside(
         std::process::id()
     ));
     Ok((dir, temp))
+}
+
+/// The scene of the sinks' tests: a ground plane, a sphere, a static box, a sphere (bodies 1
+/// and 3 dynamic).
+#[cfg(test)]
+pub(crate) fn test_scene() -> crate::scene::Scene {
+    use crate::scene::{BodySpec, SceneBuilder};
+    use glam::Vec3;
+    SceneBuilder::new()
+        .plane(Vec3::Y, 0.0)
+        .sphere(0.5, Vec3::new(0.1, 2.0, -3.0))
+        .body(BodySpec::cuboid(Vec3::ONE).fixed(true))
+        .sphere(0.5, Vec3::ZERO)
+        .build()
+        .unwrap()
 }

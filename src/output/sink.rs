@@ -3,8 +3,10 @@
 //! A sink receives each committed frame once, in order, with the states of all bodies in scene
 //! order (statics included, so that body ids are indices), and `finish` once after the last
 //! frame of a run that completed. A sink that is dropped without `finish` must not pretend the
-//! run completed (the CSV sink deletes its partial file). [`Tee`] fans a frame out to several
-//! sinks, in the order given, stopping at the first error.
+//! run completed (the CSV sink deletes its partial file). A sink that wants the contact groups
+//! of each frame says so, and gets them just before the frame (only the warp engine with
+//! contact groups has them). [`Tee`] fans a frame out to several sinks, in the order given,
+//! stopping at the first error.
 
 use std::io;
 
@@ -18,6 +20,20 @@ pub trait FrameSink {
 
     /// Called once after the last frame of a completed run.
     fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Whether the sink wants each frame's contact groups ([`FrameSink::groups`]). The warp
+    /// engine with contact groups then logs its islands at every frame, which costs a little;
+    /// other runs have no groups to give.
+    fn wants_groups(&self) -> bool {
+        false
+    }
+
+    /// The contact groups of frame `frame`, handed just before that frame: for each dynamic
+    /// body in scene order, the scene id of its group's smallest body, with
+    /// [`super::GROUP_ASLEEP`] set while the group sleeps.
+    fn groups(&mut self, _frame: u64, _groups: &[u32]) -> io::Result<()> {
         Ok(())
     }
 }
@@ -68,6 +84,17 @@ impl FrameSink for Tee<'_> {
     fn finish(&mut self) -> io::Result<()> {
         for sink in &mut self.sinks {
             sink.finish()?;
+        }
+        Ok(())
+    }
+
+    fn wants_groups(&self) -> bool {
+        self.sinks.iter().any(|s| s.wants_groups())
+    }
+
+    fn groups(&mut self, frame: u64, groups: &[u32]) -> io::Result<()> {
+        for sink in &mut self.sinks {
+            sink.groups(frame, groups)?;
         }
         Ok(())
     }
