@@ -75,10 +75,14 @@ done
 # control: variant | test target | test name | message the model must fail with
 engine_controls=(
     "unsorted_locks|engine_sections|three_lock_sections_never_deadlock|deadlock; threads"
-    "unguarded_tvht|engine_tvht|tvht_write_write_locks|TVHT CONTACT REPORTED 0 TIMES"
-    "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT CONTACT REPORTED 0 TIMES"
-    "unguarded_tvht|engine_tvht|tvht_sleep_write_locks|TVHT CONTACT REPORTED 0 TIMES"
-    "unguarded_tvht|engine_tvht|tvht_sleep_write_stm|TVHT CONTACT REPORTED 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_write_write_locks|TVHT WRITES REPORTED THE CONTACT 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT WRITES REPORTED THE CONTACT 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_sleep_write_locks|TVHT SLEEP AND WRITE REPORTED THE CONTACT 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_sleep_write_stm|TVHT SLEEP AND WRITE REPORTED THE CONTACT 0 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_write_delete_locks|TVHT DELETE LEFT THE WRONG ENTRIES"
+    "unguarded_tvht|engine_tvht|tvht_write_delete_stm|TVHT DELETE LEFT THE WRONG ENTRIES"
+    "unguarded_tvht|engine_tvht|tvht_wake_delete_locks|TVHT CONTACT GIVEN BACK 2 TIMES"
+    "unguarded_tvht|engine_tvht|tvht_wake_delete_stm|TVHT CONTACT GIVEN BACK 2 TIMES"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
     "gvt_count_check_outside|engine_gvt|gvt_records_and_rollbacks_stm|GVT COMMIT BROKEN"
     "gvt_commit_trusts_count|engine_gvt|gvt_records_and_rollbacks_locks|GVT COMMIT BROKEN"
