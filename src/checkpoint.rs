@@ -50,7 +50,9 @@
 //! payloads and the sign of zero included). Reading checks, in order: the signature (else the
 //! file is *foreign*), the version (a newer one is refused: this build cannot know its layout),
 //! the length (a shorter file is *truncated*, a longer one *corrupt*), the payload hash
-//! (*corrupt*), the decoding (*corrupt*), then the state against its scene (*inconsistent*).
+//! (*corrupt*), the decoding (*corrupt*), the scene against the ranges the engines are built
+//! for ([`Scene::validate`], as the loader: the hash only says the file is as written, and it may
+//! have been written by hand), then the state against its scene (*inconsistent*).
 //! Each case is one error line naming the file.
 //!
 //! ## Writing atomically
@@ -70,7 +72,7 @@ use crate::dynamics::BodyState;
 use crate::frame::FrameSnapshot;
 use crate::output::{Checksum, FNV_OFFSET, FNV_PRIME, FrameSink};
 use crate::run::EngineKind;
-use crate::scene::Scene;
+use crate::scene::{Scene, SceneError};
 use crate::warp::group_rules::{Island, check_partition};
 
 /// The first bytes of every checkpoint file.
@@ -162,6 +164,9 @@ pub enum CheckpointError {
     },
     /// Damaged: hash mismatch, trailing bytes or an undecodable payload.
     Corrupt(PathBuf, String),
+    /// Whole and undamaged, but its scene is out of the ranges the engines are built for (the
+    /// loader's, [`Scene::validate`]): a file edited by hand.
+    Scene(PathBuf, SceneError),
     /// Whole and undamaged, but its state does not fit its scene.
     Inconsistent(PathBuf, String),
 }
@@ -192,6 +197,13 @@ impl std::fmt::Display for CheckpointError {
             ),
             CheckpointError::Corrupt(p, why) => {
                 write!(f, "{}: the checkpoint is corrupt ({why})", p.display())
+            }
+            CheckpointError::Scene(p, e) => {
+                write!(
+                    f,
+                    "{}: the checkpoint's scene is not valid: {e}",
+                    p.display()
+                )
             }
             CheckpointError::Inconsistent(p, why) => write!(
                 f,
@@ -272,6 +284,9 @@ impl Checkpoint {
         }
         let c: Checkpoint = postcard::from_bytes(payload)
             .map_err(|e| CheckpointError::Corrupt(p(), format!("cannot decode it: {e}")))?;
+        c.scene
+            .validate()
+            .map_err(|e| CheckpointError::Scene(p(), e))?;
         c.check()
             .map_err(|m| CheckpointError::Inconsistent(p(), m))?;
         Ok(c)
@@ -283,13 +298,10 @@ impl Checkpoint {
         Checkpoint::decode(path, &bytes)
     }
 
-    /// Checks what the engines do not: frame numbers and counts against the scene. (Each
-    /// engine checks its own state against the scene when it starts from it.)
+    /// Checks what the engines do not: frame numbers and counts against the scene, which has
+    /// passed [`Scene::validate`]. (Each engine checks its own state against the scene when it
+    /// starts from it.)
     fn check(&self) -> Result<(), String> {
-        let w = &self.scene.world;
-        if w.frame_ticks == 0 || w.ticks_per_second == 0 {
-            return Err("the scene's ticks_per_second and frame_ticks must be positive".into());
-        }
         if self.checksum_frames != self.frame.wrapping_add(1) {
             return Err(format!(
                 "frame {} but {} frames hashed",

@@ -202,28 +202,8 @@ struct RunArgs {
     /// the built-ins, persistent islands solved in parallel: the faster of the two today)
     #[arg(long, value_enum, default_value_t = EngineKind::Warp)]
     engine: EngineKind,
-    /// Worker threads (default: the available parallelism). The committed frames are the same
-    /// for any count
-    #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
-    threads: Option<usize>,
-    /// What guards the shared structures of the warp engine: the TL2 STM or ordered locks,
-    /// among those compiled in (cargo features `stm`, the default, and `locks`). The committed
-    /// frames are the same under either (the default is stm when compiled in, else locks)
-    #[arg(long, value_enum, default_value_t = Backend::default())]
-    backend: Backend,
-    /// Write the committed frames to FILE, written whole or not at all: `.csv` (one row per
-    /// dynamic body per frame: frame, time, body, position, rotation, velocity, angular
-    /// velocity) or `.glb` (an animated glTF 2.0 binary: a node per body, a mesh per shape).
-    /// `timewarp view FILE` plays either in a browser
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
-    /// Print `checksum: <16 hex digits>`, a hash of every committed frame's bits: equal
-    /// checksums, equal runs
-    #[arg(long)]
-    checksum: bool,
-    /// No progress bar and no summary
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    play: PlayArgs,
     /// Warp engine: record every task and print the parallelism estimate (work, span, speedup
     /// bounds) in the summary
     #[arg(long)]
@@ -244,8 +224,6 @@ struct RunArgs {
     /// differ [default: 64]
     #[arg(long, value_name = "TICKS")]
     tvht_span: Option<u64>,
-    #[command(flatten)]
-    checkpoint: CheckpointArgs,
 }
 
 /// A switch given as `on` or `off`.
@@ -274,17 +252,31 @@ struct ResumeArgs {
     /// Simulated seconds to run to, in all (default: the length of the run that wrote it)
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = parse_seconds)]
     seconds: Option<f64>,
-    /// Worker threads (default: the available parallelism)
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+/// The options `run` and `resume` share: the workers, the guard, and what the run writes.
+#[derive(Args, Debug)]
+struct PlayArgs {
+    /// Worker threads (default: the available parallelism). The committed frames are the same
+    /// for any count
     #[arg(long, value_name = "T", allow_negative_numbers = true, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// What guards the shared structures of the warp engine (default: the build's, stm when
-    /// compiled in)
+    /// What guards the shared structures of the warp engine: the TL2 STM or ordered locks,
+    /// among those compiled in (cargo features `stm`, the default, and `locks`). The committed
+    /// frames are the same under either (the default is stm when compiled in, else locks)
     #[arg(long, value_enum, default_value_t = Backend::default())]
     backend: Backend,
-    /// Write the resumed frames (those after the checkpoint) to FILE: .csv or .glb
+    /// Write the committed frames to FILE, written whole or not at all: `.csv` (one row per
+    /// dynamic body per frame: frame, time, body, position, rotation, velocity, angular
+    /// velocity) or `.glb` (an animated glTF 2.0 binary: a node per body, a mesh per shape);
+    /// after `resume`, the frames after the checkpoint. `timewarp view FILE` plays either in a
+    /// browser
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Print `checksum: <16 hex digits>` of every committed frame, those before the checkpoint included
+    /// Print `checksum: <16 hex digits>`, a hash of the bits of every committed frame from
+    /// frame 0 (after `resume`, the frames before the checkpoint included)
     #[arg(long)]
     checksum: bool,
     /// No progress bar and no summary
@@ -292,6 +284,18 @@ struct ResumeArgs {
     quiet: bool,
     #[command(flatten)]
     checkpoint: CheckpointArgs,
+}
+
+impl PlayArgs {
+    /// What the run writes.
+    fn outputs(&self) -> Outputs<'_> {
+        Outputs {
+            out: self.out.as_deref(),
+            checksum: self.checksum,
+            quiet: self.quiet,
+            checkpoint: &self.checkpoint,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -454,10 +458,10 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let (scene, label) = resolve_scene(&args)?;
     let options = RunOptions {
         engine: args.engine,
-        backend: args.backend,
-        threads: default_threads(args.threads),
+        backend: args.play.backend,
+        threads: default_threads(args.play.threads),
         seconds: args.seconds,
-        progress: !args.quiet,
+        progress: !args.play.quiet,
         label,
         parallelism: args.parallelism,
         time_limit: None,
@@ -470,34 +474,22 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         full_window: args.full_window,
         tvht_span: args.tvht_span,
     };
-    let outputs = Outputs {
-        out: args.out.as_deref(),
-        checksum: args.checksum,
-        quiet: args.quiet,
-        checkpoint: &args.checkpoint,
-    };
-    play(&scene, &options, None, &outputs)
+    play(&scene, &options, None, &args.play.outputs())
 }
 
 fn resume(args: ResumeArgs) -> Result<(), Failure> {
     let saved = Checkpoint::read(&args.file)?;
     let options = RunOptions {
         engine: saved.state.engine(),
-        backend: args.backend,
-        threads: default_threads(args.threads),
+        backend: args.play.backend,
+        threads: default_threads(args.play.threads),
         seconds: Some(args.seconds.unwrap_or(saved.seconds)),
-        progress: !args.quiet,
+        progress: !args.play.quiet,
         label: saved.label.clone(),
         groups: saved.state.groups(),
         ..RunOptions::default()
     };
-    let outputs = Outputs {
-        out: args.out.as_deref(),
-        checksum: args.checksum,
-        quiet: args.quiet,
-        checkpoint: &args.checkpoint,
-    };
-    play(&saved.scene, &options, Some(&saved), &outputs)
+    play(&saved.scene, &options, Some(&saved), &args.play.outputs())
 }
 
 /// What a run or a resumed run writes.

@@ -3,6 +3,7 @@
 //! any thread count and backend; periodic checkpoints survive a run that fails later; damaged,
 //! foreign and future files each get their one error line; a failed run leaves no partial file.
 
+use glam::Quat;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,7 +12,7 @@ use timewarp::checkpoint::{Checkpoint, Checkpointer, EngineState, FORMAT_VERSION
 use timewarp::dynamics::BodyState;
 use timewarp::output::{Checksum, FrameSink, Tee};
 use timewarp::run::{EngineKind, Resume, RunOptions, run_scene, run_scene_with};
-use timewarp::scene::builtin;
+use timewarp::scene::{Scene, Shape, builtin};
 
 fn timewarp(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_timewarp"))
@@ -725,6 +726,72 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         d,
         &["already at frame 6"],
     );
+}
+
+/// The hash only says that a checkpoint is as it was written: one edited by hand, its hash made
+/// again, carries whatever scene it was given. `resume` refuses a scene out of the loader's
+/// ranges as the loader does (`Scene::validate`), with one error line and exit status 2.
+#[test]
+fn a_checkpoint_whose_scene_was_edited_out_of_range_gets_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (good, _) = valid_checkpoint(d);
+    let scene = Checkpoint::read(&good).unwrap().scene;
+    let i = scene.bodies.iter().position(|b| !b.is_static).unwrap();
+    let body = format!("body {i}: ");
+    type Edit = fn(&mut Scene, usize);
+    let edits: [(&str, Edit, &str); 8] = [
+        ("fast.ck", |s, i| s.bodies[i].velocity.x = 2e6, "velocity"),
+        (
+            "far.ck",
+            |s, i| s.bodies[i].position.y = 1e9,
+            "too far from the origin",
+        ),
+        (
+            "big.ck",
+            |s, i| s.bodies[i].shape = Shape::Sphere { radius: 2e6 },
+            "too large",
+        ),
+        (
+            "negative.ck",
+            |s, i| s.bodies[i].shape = Shape::Sphere { radius: -1.0 },
+            "radius must be positive",
+        ),
+        (
+            "bouncy.ck",
+            |s, i| s.bodies[i].restitution = 2.0,
+            "restitution must be between 0 and 1",
+        ),
+        (
+            "turned.ck",
+            |s, i| s.bodies[i].rotation = Quat::from_xyzw(0.0, 0.0, 0.0, 2.0),
+            "unit quaternion",
+        ),
+        (
+            "gravity.ck",
+            |s, _| s.world.gravity.y = -2e6,
+            "world: gravity",
+        ),
+        (
+            "frames.ck",
+            |s, _| s.world.frame_ticks = 7,
+            "world: frame_ticks (7) must divide",
+        ),
+    ];
+    for (name, edit, needle) in edits {
+        let mut c = Checkpoint::read(&good).unwrap();
+        edit(&mut c.scene, i);
+        std::fs::write(d.join(name), c.encode().unwrap()).unwrap();
+        let line = fails(
+            &["resume", name],
+            d,
+            &[name, "the checkpoint's scene is not valid", needle],
+        );
+        assert!(
+            needle.starts_with("world") || line.contains(&body),
+            "{line:?} does not name {body:?}"
+        );
+    }
 }
 
 #[test]

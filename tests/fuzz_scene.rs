@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use timewarp::frame::{FrameConfig, FrameEngine};
-use timewarp::scene::{Scene, Shape, from_toml_str, parse_toml, to_toml};
+use timewarp::scene::{Scene, Shape, UNIT_TOLERANCE, from_toml_str, parse_toml, to_toml};
 use timewarp::warp::rules::Rules;
 
 const REGRESSIONS: &str = "proptest-regressions/fuzz_scene.txt";
@@ -81,7 +81,7 @@ fn check_scene(s: &Scene) -> Result<(), String> {
         if !finite {
             return bad("not finite");
         }
-        if (b.rotation.length() - 1.0).abs() > 1e-5 {
+        if (b.rotation.length() - 1.0).abs() > UNIT_TOLERANCE {
             return bad("rotation not unit");
         }
         if !(0.0..=1.0).contains(&b.restitution) || b.friction < 0.0 {
@@ -97,7 +97,7 @@ fn check_scene(s: &Scene) -> Result<(), String> {
                 half_height,
             } => radius > 0.0 && half_height > 0.0 && radius.is_finite() && half_height.is_finite(),
             Shape::Plane { normal, offset } => {
-                b.is_static && (normal.length() - 1.0).abs() < 1e-5 && offset.is_finite()
+                b.is_static && (normal.length() - 1.0).abs() <= UNIT_TOLERANCE && offset.is_finite()
             }
         };
         if !size_ok {

@@ -48,11 +48,14 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                 }
                 eprintln!("{name} {n} {backend:?} window {window} threads {threads}: {stats:?}");
                 if expect_collisions {
-                    assert!(stats.events > 0, "{name} {config:?}: no events");
+                    assert!(stats.entities.events > 0, "{name} {config:?}: no events");
                 } else {
-                    assert_eq!(stats.events, 0, "{name}: parallel bodies never touch");
+                    assert_eq!(
+                        stats.entities.events, 0,
+                        "{name}: parallel bodies never touch"
+                    );
                 }
-                assert!(stats.tvht_writes >= n as u64 * (ticks + 1));
+                assert!(stats.entities.tvht_writes >= n as u64 * (ticks + 1));
             }
         }
     }
@@ -164,7 +167,7 @@ fn head_on_collision_swaps_velocities() {
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
-        assert_eq!(stats.events, 1, "one collision, reported once");
+        assert_eq!(stats.entities.events, 1, "one collision, reported once");
     }
 }
 
@@ -197,15 +200,15 @@ fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     };
     let one = run(1, false);
     assert!(
-        one.mean_lead <= LEAD_FLOOR as f64,
+        one.mean_lead() <= LEAD_FLOOR as f64,
         "one worker: mean LVT - GVT {} past the lead's floor ({one:?})",
-        one.mean_lead
+        one.mean_lead()
     );
     let full = run(1, true);
     assert!(
-        full.mean_lead > LEAD_FLOOR as f64 && full.lead.lead == 256,
+        full.mean_lead() > LEAD_FLOOR as f64 && full.lead.lead == 256,
         "the full window: mean LVT - GVT {} ({full:?})",
-        full.mean_lead
+        full.mean_lead()
     );
     let many = run(32, false);
     assert!(many.lead.raised > 0, "32 workers never starved: {many:?}");
@@ -248,12 +251,12 @@ position = [0.7, 0.7, 0.7]
     };
     let (got, stats) = warp_frames(&scene, config, ticks);
     assert!(bits(&got) == want, "frames differ from the reference");
-    assert_eq!(stats.events, 0, "{stats:?}");
+    assert_eq!(stats.entities.events, 0, "{stats:?}");
     // 2 entities x 960 ticks; one tick a turn would be 1920 turns.
     assert!(
-        stats.turns <= 2 * ticks / 8,
+        stats.entities.turns <= 2 * ticks / 8,
         "{} turns: {stats:?}",
-        stats.turns
+        stats.entities.turns
     );
 }
 
@@ -297,7 +300,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
                 );
                 let p = stats.parallelism.expect("a profiled run has an estimate");
                 // Every entity turn is a task (so are the passes of an empty slot's mail).
-                assert!(p.tasks >= stats.turns, "{name} {config:?}: {p:?}");
+                assert!(p.tasks >= stats.entities.turns, "{name} {config:?}: {p:?}");
                 assert!(p.work > 0.0 && p.span > 0.0, "{name} {config:?}: {p:?}");
                 assert!(p.span <= p.work, "{name} {config:?}: {p:?}");
                 assert!(p.span_without_gvt <= p.span, "{name} {config:?}: {p:?}");

@@ -114,7 +114,7 @@ fn chaos_schedules_over_20_seeds_equal_the_reference() {
                 "chaos seed {seed} {config:?}: frame {f} differs from the reference ({stats:?})"
             );
         }
-        events += stats.events;
+        events += stats.entities.events;
     }
     assert!(events > 0, "the chaos runs must have had collisions");
 }

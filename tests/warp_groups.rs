@@ -99,8 +99,8 @@ fn check_scene_with(
             assert_eq!(stats.sleeping_groups, asleep, "{name} {config:?}");
             eprintln!("{name} {backend:?} threads {threads} window {window}: {stats:?}");
             seen(&stats);
-            naps += stats.naps;
-            nap_cuts += stats.nap_cuts;
+            naps += stats.entities.naps;
+            nap_cuts += stats.entities.nap_cuts;
         }
     }
     Checked {

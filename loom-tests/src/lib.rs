@@ -10,15 +10,17 @@
 //! by `LOOM_MAX_PREEMPTIONS`) and every model asserts a serialisability or opacity property
 //! *inside* the transactions as well as after them. Each model has a negative control: the same
 //! model against a deliberately broken STM (`--cfg timewarp_stm_broken="..."`), which loom must
-//! catch; `run-models.sh` runs both and checks that every control fails for the right reason.
+//! catch; `run-models.sh` runs both and checks that every control fails for the right reason:
+//! run alone, its model is the one that fails, with the message of the assertion the control
+//! names (every assertion of the models has a message of its own).
 //!
 //! | model (tests/) | property | control |
 //! |---|---|---|
 //! | `write_skew` | only serialisable outcomes of the classic write-skew pair | `no_commit_validation` |
-//! | `transfer_audit` | transfers conserve the total; a concurrent read-only audit sees it exactly | `no_read_validation` |
-//! | `readonly_vs_writer` | a read-only (and a read-write) transaction never sees half of a commit (boxed `TVar` path; snapshot extension) | `no_read_validation`, `no_extension_validation` |
+//! | `transfer_audit` | transfers conserve the total; a concurrent read-only audit sees it exactly | `no_read_validation` (audit), `no_commit_validation` (concurrent transfers) |
+//! | `readonly_vs_writer` | a read-only (and a read-write) transaction never sees half of a commit (boxed `TVar` path; snapshot extension) | `no_read_validation` (read-only), `no_extension_validation` (read-write) |
 //! | `irrevocable` | an irrevocable transaction is never invalidated by a normal commit: consistent reads, no lost update | `no_irrevocable_wait` |
-//! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` |
+//! | `engine_sections` | three lock sections over overlapping keys given in cycle-closing orders never deadlock; crossed sections are atomic under both backends | `unsorted_locks` (three sections), `unguarded_sections` (crossed) |
 //! | `engine_tvht` | under each backend, a contact is reported exactly once; a delete returns exactly the contacts it invalidates | `unguarded_tvht` |
 //! | `engine_gvt` | under each backend, with records and rollbacks racing, each tick commits once, in order, never with a body missing, never changed after | `gvt_count_check_outside`, `gvt_commit_trusts_count` |
 //! | `engine_rollback` | two and three warp entities (the real `Entity` state machine, TVHT and GVT buffer, under each backend) colliding over a few ticks: no deadlock, every event and antievent acked once, committed frames equal to the sequential reference bit for bit | `record_before_ack` |

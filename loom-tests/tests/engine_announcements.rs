@@ -15,7 +15,8 @@
 //!
 //! Negative control: `TIMEWARP_BROKEN=no_announcement_recheck` drops the maker's second look at
 //! the queue after storing `next`; loom must find the execution where an announcement pushed
-//! while the maker held its lock is lost.
+//! while the maker held its lock is lost (`ANNOUNCEMENT LEFT UNMADE BY THE RUN`: one more call
+//! after the run finds it and makes it).
 #![cfg(all(loom, feature = "engine"))]
 
 use loom::thread;
@@ -70,18 +71,18 @@ fn announcements_are_made_once() {
         make(&ann, &made, 3);
         assert!(
             made.lock().unwrap().len() == log.len(),
-            "ANNOUNCEMENT LOST OR MADE TWICE: a late call made {:?}",
+            "ANNOUNCEMENT LEFT UNMADE BY THE RUN: a late call made {:?}",
             &made.lock().unwrap()[log.len()..]
         );
         let mut got: Vec<(Tick, EntityId)> = log.iter().map(|&(t, id, _)| (t, id)).collect();
         got.sort_unstable();
         assert!(
             got == [(1, 7), (1, 8)],
-            "ANNOUNCEMENT LOST OR MADE TWICE: made {log:?}, expected (1, 7) and (1, 8) once each"
+            "ANNOUNCEMENTS NOT MADE EXACTLY ONCE: made {log:?}, expected (1, 7) and (1, 8) once each"
         );
         assert!(
             !ann.due(2) && ann.due(6),
-            "ANNOUNCEMENT LOST OR MADE TWICE: after the run due(2) = {}, due(6) = {}",
+            "ANNOUNCEMENTS DUE WRONGLY AFTER THE RUN: due(2) = {}, due(6) = {}",
             ann.due(2),
             ann.due(6)
         );

@@ -22,7 +22,8 @@
 //!
 //! Negative control: `TIMEWARP_BROKEN=unguarded_groups` runs every operation on copies read in
 //! one section and written back in another; loom must find the interleaving where S and F both
-//! see `{1, 2}` live and both end it.
+//! see `{1, 2}` live and both end it, so that a body is in two live groups (`ISLAND GRAPH
+//! INVARIANT BROKEN`).
 //!
 //! Preemption bounds: the lock model at bound 5 (73,234 executions, 13 s; not exhaustive), the
 //! STM model at bound 1 (1,055 executions, 0.3 s; at bound 2 its retry loops make paths longer
@@ -126,13 +127,15 @@ fn model(name: &str, backend: Backend, preemptions: usize) {
         let got = [s.join().unwrap(), f.join().unwrap(), r.join().unwrap()];
         if let Err(e) = graph.validate() {
             panic!(
-                "ISLAND GRAPH BROKEN: invariant: {e}\nresults {got:?}\n{}",
+                "ISLAND GRAPH INVARIANT BROKEN: {e}\nresults {got:?}\n{}",
                 graph.dump()
             );
         }
         let dump = graph.dump();
         let Some(i) = serial.iter().position(|(r, d)| *r == got && *d == dump) else {
-            panic!("ISLAND GRAPH BROKEN: no serial order gives results {got:?} and\n{dump}");
+            panic!(
+                "ISLAND GRAPH NOT LINEARISABLE: no serial order gives results {got:?} and\n{dump}"
+            );
         };
         let fused = got[Op::Fuse as usize].starts_with("Ok");
         let split = got[Op::Split as usize].starts_with("Ok");
@@ -141,7 +144,7 @@ fn model(name: &str, backend: Backend, preemptions: usize) {
             (true, false) if matches!(ORDERS[i], [Op::Rollback, Op::Fuse, Op::Split]) => 1,
             (true, false) => 2,
             (true, true) => 3,
-            (false, false) => panic!("ISLAND GRAPH BROKEN: neither S nor F took effect: {got:?}"),
+            (false, false) => panic!("ISLAND GRAPH REFUSED BOTH S AND F: {got:?}"),
         };
         seen.saw(outcome);
     });

@@ -33,6 +33,13 @@
 //! buffer's "Counting"): loom must find the interleaving where A's record fills the chunk, B's
 //! rollback empties it, and A's count change commits the tick without B.
 //!
+//! Each assertion has a message of its own, so that a control shows which it broke: a tick
+//! committed while B's rollback had taken its record away shows either as a rollback that
+//! succeeded followed by a refused re-record (`GVT COMMITTED A TICK WITHOUT A BODY`), or as
+//! the buffer's own check in B's rollback, whose count change finds the tick committed between
+//! its two sections (`GVT ROLLBACK FOUND ITS TICK COMMITTED HALFWAY`); `run-models.sh` names
+//! which one each control must fail with.
+//!
 //! Each runs with one chunk of both bodies and again with one body per chunk (every record and
 //! rollback then also changes the tick's counter in a section of its own, see "Counting").
 //!
@@ -70,7 +77,7 @@ fn st(body: u32, tick: Tick, rolled_back: bool) -> BodyState {
 
 fn ok(who: &str, r: Result<(), GvtError>) {
     if let Err(e) = r {
-        panic!("GVT COMMIT BROKEN: {who} was refused: {e}");
+        panic!("GVT BUFFER REFUSED A RECORD THAT MUST SUCCEED: {who}: {e}");
     }
 }
 
@@ -118,12 +125,28 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
         let rolled_back = match (u1, r1) {
             (Ok(()), Ok(())) => false,
             (Err(GvtError::Committed { tick: 1 }), Err(GvtError::Committed { tick: 1 })) => true,
-            other => panic!("GVT COMMIT BROKEN: B's rollback and re-record of tick 1: {other:?}"),
+            // The rollback took B's record away, and tick 1 was committed before B recorded
+            // it again.
+            (Ok(()), Err(GvtError::Committed { tick: 1 })) => {
+                panic!(
+                    "GVT COMMITTED A TICK WITHOUT A BODY: B's rollback of tick 1 succeeded, then its re-record was refused as committed"
+                )
+            }
+            // The buffer's own check: a rollback's count change found its tick committed
+            // (the commit came between the rollback's sections).
+            (Err(GvtError::Invalid(e)), r1) => {
+                panic!(
+                    "GVT ROLLBACK FOUND ITS TICK COMMITTED HALFWAY: B's rollback of tick 1: {e}; its re-record: {r1:?}"
+                )
+            }
+            other => panic!(
+                "GVT ROLLBACK AND RE-RECORD MATCH NO SERIAL ORDER: B's rollback and re-record of tick 1: {other:?}"
+            ),
         };
         let gvt_end = g.gvt();
         assert!(
             gvt_mid <= gvt_end && gvt_end == 2,
-            "GVT COMMIT BROKEN: GVT went {gvt_mid} -> {gvt_end}, expected to end at 2"
+            "GVT WENT DOWN OR DID NOT END AT 2: GVT went {gvt_mid} -> {gvt_end}"
         );
         frames.extend(g.drain_committed());
         let want = vec![
@@ -132,17 +155,17 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
         ];
         assert!(
             frames == want,
-            "GVT COMMIT BROKEN: committed frames {frames:?}, expected {want:?}"
+            "GVT COMMITTED THE WRONG FRAMES: committed frames {frames:?}, expected {want:?}"
         );
         // Committed ticks are final.
         assert!(
             g.unrecord(1, &[0]) == Err(GvtError::Committed { tick: 1 })
                 && g.record(0, &[(1, st(1, 0, true))]) == Err(GvtError::Committed { tick: 0 })
                 && g.drain_committed().is_empty(),
-            "GVT COMMIT BROKEN: a committed tick changed"
+            "GVT COMMITTED TICK CHANGED AFTERWARDS"
         );
         if let Err(e) = g.validate() {
-            panic!("GVT COMMIT BROKEN: invariant: {e}");
+            panic!("GVT BUFFER INVARIANT BROKEN AFTER THE RACE: {e}");
         }
         seen.saw(usize::from(rolled_back));
     });

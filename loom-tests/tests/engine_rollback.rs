@@ -61,7 +61,8 @@
 //! and, not waiting for its ack, records ticks 1 and 2, so tick 2 commits with body 0's
 //! speculative state (`COMMITTED FRAME DIFFERS FROM THE REFERENCE`; entity 0's rollback is
 //! then refused by the GVT buffer, which is checked after the frames). The correct entity
-//! cannot record tick 1 before entity 0 has acked, that is, rolled back.
+//! cannot record tick 1 before entity 0 has acked, that is, rolled back. Every configuration
+//! below, under both backends, fails with that message under this control.
 //!
 //! Preemption bounds (the constants below; `TIMEWARP_LOOM_PREEMPTIONS` overrides them): the
 //! state space grows fast with the bound, and the STM's sections are many more atomic steps
@@ -416,10 +417,10 @@ fn model(name: &str, config: Config, backend: Backend, preemptions: usize) {
             );
         }
         if let Err(e) = sh.tvht.validate_at_rest() {
-            panic!("TVHT INVARIANT BROKEN: {e}");
+            panic!("THE RUN LEFT THE TVHT INVARIANT BROKEN: {e}");
         }
         if let Err(e) = sh.gvt.validate() {
-            panic!("GVT INVARIANT BROKEN: {e}");
+            panic!("THE RUN LEFT THE GVT INVARIANT BROKEN: {e}");
         }
         let senders = entities.iter().filter(|e| e.stats.antievents > 0).count();
         seen.saw(senders.clamp(min_senders, min_senders + seen_len - 1) - min_senders);

@@ -10,7 +10,9 @@
 //!   `TIMEWARP_BROKEN=unsorted_locks` (locks taken in the given order) must deadlock.
 //! * `crossed_*_sections`: two sections naming the same two keys in opposite orders, one
 //!   checking that it never sees the other half done; under each backend (moved here from
-//!   `src/sync/table.rs`). Both are also broken by `unsorted_locks` (the lock one deadlocks).
+//!   `src/sync/table.rs`). Negative control: `TIMEWARP_BROKEN=unguarded_sections` (each
+//!   section runs on copies read in one section and written back in another) must lose an
+//!   update (`CROSSED SECTIONS LOST AN UPDATE`). `unsorted_locks` deadlocks the lock one too.
 //!
 //! Preemption bounds: the lock models are explored exhaustively (three-way: 379 executions
 //! from bound 10 up, unchanged at 20; crossed: 5); the STM pair at bound 3 (about 2,600

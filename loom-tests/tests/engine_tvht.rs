@@ -23,10 +23,16 @@
 //!   rollback into its nap cuts the record) while entity 2 deletes its entry: exactly one of
 //!   the two gives the contact back.
 //!
-//! Negative control: `TIMEWARP_BROKEN=unguarded_tvht` runs each write and delete on copies
-//! read in one section and written back in another (no guard around the whole); loom must
-//! find the write-write interleaving where the contact is reported 0 times (both read before
-//! either wrote back).
+//! Negative control of every model: `TIMEWARP_BROKEN=unguarded_tvht` runs each write, delete,
+//! sleep and wake on copies read in one section and written back in another (no guard around
+//! the whole). Loom must find, for `tvht_write_write_*`, the interleaving where the contact is
+//! reported 0 times (both read before either wrote back: `TVHT WRITES REPORTED THE CONTACT 0
+//! TIMES`); for `tvht_sleep_write_*` the same between the sleep record and the write (`TVHT
+//! SLEEP AND WRITE REPORTED THE CONTACT 0 TIMES`); for `tvht_write_delete_*` the one where
+//! a write-back of stale bucket copies wipes out entity 2's entry (`TVHT DELETE LEFT THE
+//! WRONG ENTRIES []`); for `tvht_wake_delete_*` the one where the wake and the delete both
+//! read the contact's record before either wrote back, so both give it back (`TVHT CONTACT
+//! GIVEN BACK 2 TIMES`).
 //!
 //! Preemption bounds: the lock models are explored exhaustively (12 and 20 executions, the
 //! same from bound 4 to 30); the STM models at bound 3 (about 3,000 and 7,800 executions,
@@ -132,7 +138,7 @@ fn write_write(name: &str, backend: Backend) {
         let n = c1.len() + c2.len();
         assert!(
             n == 1,
-            "TVHT CONTACT REPORTED {n} TIMES (entity 1 got {}, entity 2 got {})",
+            "TVHT WRITES REPORTED THE CONTACT {n} TIMES (entity 1 got {}, entity 2 got {})",
             c1.len(),
             c2.len()
         );
@@ -146,7 +152,7 @@ fn write_write(name: &str, backend: Backend) {
                     a: 1,
                     b: 2
                 }],
-            "TVHT CONTACT RECORDED {} TIMES",
+            "TVHT WRITES RECORDED THE CONTACT {} TIMES",
             records.len()
         );
         assert_eq!(t.stored_entries(), 4, "each box covers two buckets");
@@ -230,7 +236,7 @@ fn sleep_write(name: &str, backend: Backend) {
         let n = c1.len() + c2.len();
         assert!(
             n == 1,
-            "TVHT CONTACT REPORTED {n} TIMES (the record got {}, the write {})",
+            "TVHT SLEEP AND WRITE REPORTED THE CONTACT {n} TIMES (the record got {}, the write {})",
             c1.len(),
             c2.len()
         );
@@ -240,7 +246,7 @@ fn sleep_write(name: &str, backend: Backend) {
         let records = t.contacts();
         assert!(
             records.len() == 1,
-            "TVHT CONTACT RECORDED {} TIMES",
+            "TVHT SLEEP AND WRITE RECORDED THE CONTACT {} TIMES",
             records.len()
         );
         validate(&t);

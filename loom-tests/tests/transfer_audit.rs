@@ -8,10 +8,12 @@
 //!   transfer fails the model even if it would later have aborted (opacity).
 //! * `concurrent_transfers_conserve_money`: two threads transfer over overlapping pairs
 //!   (0 -> 1 and 1 -> 2); both must take effect exactly once (busy locks, validation and
-//!   retries included), and each transfer re-checks the total of what it read.
+//!   retries included).
 //!
-//! Negative control: `--cfg timewarp_stm_broken="no_read_validation"` lets the audit see a
-//! torn total.
+//! Negative controls: `--cfg timewarp_stm_broken="no_read_validation"` lets the audit see a
+//! torn total (`AUDIT SAW A TORN TOTAL`); `="no_commit_validation"` lets both transfers
+//! commit on the balance of account 1 they read before either wrote it, so one of them is
+//! lost (`CONCURRENT TRANSFERS LOST AN UPDATE`).
 //!
 //! (loom note: a model with three threads that all spin — two retrying writers and a
 //! retrying audit — exhausts loom's branch budget, so each model has at most two threads that
@@ -64,7 +66,7 @@ fn audit_sees_the_exact_total() {
         assert_eq!(total, 300);
         t1.join().unwrap();
         let balances: Vec<i64> = acc.iter().map(TWord::load).collect();
-        assert_eq!(balances, [90, 90, 120], "TRANSFER LOST");
+        assert_eq!(balances, [90, 90, 120], "AUDITED TRANSFERS LOST AN UPDATE");
     });
 }
 
@@ -81,6 +83,10 @@ fn concurrent_transfers_conserve_money() {
         t1.join().unwrap();
         t2.join().unwrap();
         let balances: Vec<i64> = acc.iter().map(TWord::load).collect();
-        assert_eq!(balances, [90, 90, 120], "TRANSFER LOST");
+        assert_eq!(
+            balances,
+            [90, 90, 120],
+            "CONCURRENT TRANSFERS LOST AN UPDATE"
+        );
     });
 }

@@ -134,53 +134,12 @@ impl FrameEngine {
         Self::try_new(scene, config).unwrap_or_else(|e| panic!("frame engine: {e}"))
     }
 
-    /// An engine at the scene's initial state, or the reason it cannot start: a body the engine
-    /// cannot simulate (non-finite numbers, a dynamic body without a positive mass, a
-    /// non-positive size), a frame length that is not positive, or a thread pool that would not
-    /// start. The scene loader validates the same and more; this guards scenes built in code.
+    /// An engine at the scene's initial state, or the reason it cannot start: a scene that
+    /// [`Scene::validate`] refuses (the loader's own check, so this guards scenes built in
+    /// code), or a thread pool that would not start.
     pub fn try_new(scene: &Scene, config: FrameConfig) -> Result<Self, String> {
+        scene.validate().map_err(|e| e.to_string())?;
         let w = &scene.world;
-        if w.ticks_per_second == 0 || w.frame_ticks == 0 {
-            return Err("world: ticks_per_second and frame_ticks must be positive".into());
-        }
-        if !w.gravity.is_finite() {
-            return Err(format!("world: gravity {:?} is not finite", w.gravity));
-        }
-        for (i, b) in scene.bodies.iter().enumerate() {
-            let finite = b.position.is_finite()
-                && b.rotation.is_finite()
-                && b.velocity.is_finite()
-                && b.angular_velocity.is_finite();
-            if !finite {
-                return Err(format!(
-                    "body {i}: position, rotation or velocity is not finite"
-                ));
-            }
-            let size_ok = match b.shape {
-                Shape::Sphere { radius } => radius > 0.0 && radius.is_finite(),
-                Shape::Cuboid { half_extents } => {
-                    half_extents.min_element() > 0.0 && half_extents.is_finite()
-                }
-                Shape::Cylinder {
-                    radius,
-                    half_height,
-                } => radius > 0.0 && half_height > 0.0 && (radius + half_height).is_finite(),
-                Shape::Plane { normal, offset } => {
-                    (normal.length() - 1.0).abs() < 1e-3 && offset.is_finite()
-                }
-            };
-            if !size_ok {
-                return Err(format!("body {i}: bad shape {:?}", b.shape));
-            }
-            let is_plane = matches!(b.shape, Shape::Plane { .. });
-            let mass_ok = b.mass > 0.0 && b.mass.is_finite();
-            if !(b.is_static || is_plane || mass_ok) {
-                return Err(format!(
-                    "body {i}: a dynamic body needs a positive mass, not {}",
-                    b.mass
-                ));
-            }
-        }
         let threads = config.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -497,33 +497,28 @@ impl IslandGraph {
         let x_keeps = ix.body_count > iy.body_count || (ix.body_count == iy.body_count && x < y);
         let (big, small) = if x_keeps { (x, y) } else { (y, x) };
         let s = self.islands[small as usize];
-        let mut bdy = s.head_body;
-        while bdy != NONE {
-            self.body_island[bdy as usize] = big;
-            bdy = self.body_next[bdy as usize];
-        }
-        let mut c = s.head_contact;
-        while c != NONE {
-            self.contact_island[c as usize] = big;
-            c = self.contact_next[c as usize];
-        }
+        set_owner(&self.body_next, &mut self.body_island, s.head_body, big);
+        set_owner(
+            &self.contact_next,
+            &mut self.contact_island,
+            s.head_contact,
+            big,
+        );
         let g = &mut self.islands[big as usize];
-        // Splice the body lists (both are non-empty).
-        self.body_next[g.tail_body as usize] = s.head_body;
-        self.body_prev[s.head_body as usize] = g.tail_body;
-        g.tail_body = s.tail_body;
+        (g.head_body, g.tail_body) = splice(
+            &mut self.body_prev,
+            &mut self.body_next,
+            (g.head_body, g.tail_body),
+            (s.head_body, s.tail_body),
+        );
         g.body_count += s.body_count;
-        // Splice the contact lists (either may be empty).
-        if s.head_contact != NONE {
-            if g.tail_contact == NONE {
-                g.head_contact = s.head_contact;
-            } else {
-                self.contact_next[g.tail_contact as usize] = s.head_contact;
-                self.contact_prev[s.head_contact as usize] = g.tail_contact;
-            }
-            g.tail_contact = s.tail_contact;
-            g.contact_count += s.contact_count;
-        }
+        (g.head_contact, g.tail_contact) = splice(
+            &mut self.contact_prev,
+            &mut self.contact_next,
+            (g.head_contact, g.tail_contact),
+            (s.head_contact, s.tail_contact),
+        );
+        g.contact_count += s.contact_count;
         g.remove_count += s.remove_count;
         g.min_sleep_time = g.min_sleep_time.min(s.min_sleep_time);
         if g.remove_count > 0 {
@@ -689,50 +684,22 @@ impl IslandGraph {
             if isl.min_sleep_time.is_nan() || isl.min_sleep_time < 0.0 {
                 return Err(format!("island {i}: min sleep time {}", isl.min_sleep_time));
             }
-            let (mut prev, mut at, mut count) = (NONE, isl.head_body, 0u32);
-            while at != NONE {
-                let b = at as usize;
-                if b >= n || count >= isl.body_count {
-                    return Err(format!("island {i}: body list too long or out of range"));
-                }
-                if self.body_island[b] != i as u32 || self.body_prev[b] != prev {
-                    return Err(format!(
-                        "island {i}: body {b} has wrong island or prev link"
-                    ));
-                }
-                count += 1;
-                prev = at;
-                at = self.body_next[b];
-            }
-            if count != isl.body_count || isl.tail_body != prev {
-                return Err(format!(
-                    "island {i}: body list holds {count}, count says {}",
-                    isl.body_count
-                ));
-            }
-            listed_bodies += count as usize;
-            let (mut prev, mut at, mut count) = (NONE, isl.head_contact, 0u32);
-            while at != NONE {
-                let c = at as usize;
-                if c >= m || count >= isl.contact_count {
-                    return Err(format!("island {i}: contact list too long or out of range"));
-                }
-                if self.contact_island[c] != i as u32 || self.contact_prev[c] != prev {
-                    return Err(format!(
-                        "island {i}: contact {c} has wrong island or prev link"
-                    ));
-                }
-                count += 1;
-                prev = at;
-                at = self.contact_next[c];
-            }
-            if count != isl.contact_count || isl.tail_contact != prev {
-                return Err(format!(
-                    "island {i}: contact list holds {count}, count says {}",
-                    isl.contact_count
-                ));
-            }
-            listed_contacts += count as usize;
+            check_list(
+                "body",
+                i as u32,
+                (isl.head_body, isl.tail_body, isl.body_count),
+                (&self.body_island, &self.body_prev, &self.body_next),
+            )
+            .map_err(|e| format!("island {i}: {e}"))?;
+            listed_bodies += isl.body_count as usize;
+            check_list(
+                "contact",
+                i as u32,
+                (isl.head_contact, isl.tail_contact, isl.contact_count),
+                (&self.contact_island, &self.contact_prev, &self.contact_next),
+            )
+            .map_err(|e| format!("island {i}: {e}"))?;
+            listed_contacts += isl.contact_count as usize;
         }
         let dynamic = self.is_static.iter().filter(|&&s| !s).count();
         if listed_bodies != dynamic {
@@ -835,10 +802,95 @@ impl IslandGraph {
     }
 }
 
+// An island's bodies and its contacts are each an intrusive doubly linked list over three
+// arrays indexed by body or contact id: the island it is in, and the previous and next id in
+// the list (`NONE` at the ends). The functions below walk, build, join and check one such
+// list, for either kind.
+
+/// Sets `owner` of every id in the list that starts at `head` (following `next`) to `island`.
+pub(super) fn set_owner(next: &[u32], owner: &mut [u32], head: u32, island: u32) {
+    let mut at = head;
+    while at != NONE {
+        owner[at as usize] = island;
+        at = next[at as usize];
+    }
+}
+
+/// Links `ids`, in their order, into one list owned by `island`; returns its head and tail
+/// (`NONE` for none).
+pub(super) fn link(
+    ids: &[u32],
+    island: u32,
+    (owner, prev, next): (&mut [u32], &mut [u32], &mut [u32]),
+) -> (u32, u32) {
+    let (mut head, mut tail) = (NONE, NONE);
+    for &id in ids {
+        owner[id as usize] = island;
+        prev[id as usize] = tail;
+        next[id as usize] = NONE;
+        if tail == NONE {
+            head = id;
+        } else {
+            next[tail as usize] = id;
+        }
+        tail = id;
+    }
+    (head, tail)
+}
+
+/// Appends the list `(head, tail)` of `b` to that of `a` (either may be empty); returns the
+/// head and tail of the whole.
+fn splice(prev: &mut [u32], next: &mut [u32], a: (u32, u32), b: (u32, u32)) -> (u32, u32) {
+    if b.0 == NONE {
+        return a;
+    }
+    if a.0 == NONE {
+        return b;
+    }
+    next[a.1 as usize] = b.0;
+    prev[b.0 as usize] = a.1;
+    (a.0, b.1)
+}
+
+/// Checks the `kind` list of `island` (`head`, `tail` and the `count` it should hold): its ids
+/// in range, each owned by the island with its `prev` link pointing back, as many as
+/// counted, ending at `tail`.
+fn check_list(
+    kind: &str,
+    island: u32,
+    (head, tail, count): (u32, u32, u32),
+    (owner, prev, next): (&[u32], &[u32], &[u32]),
+) -> Result<(), String> {
+    let (mut last, mut at, mut held) = (NONE, head, 0u32);
+    while at != NONE {
+        let x = at as usize;
+        if x >= owner.len() || held >= count {
+            return Err(format!("{kind} list too long or out of range"));
+        }
+        if owner[x] != island || prev[x] != last {
+            return Err(format!("{kind} {x} has wrong island or prev link"));
+        }
+        held += 1;
+        last = at;
+        at = next[x];
+    }
+    if held != count || tail != last {
+        return Err(format!("{kind} list holds {held}, count says {count}"));
+    }
+    Ok(())
+}
+
 /// Iterator over a linked list of ids (an island's bodies).
 pub struct ListIter<'a> {
     next: &'a [u32],
     at: u32,
+}
+
+impl<'a> ListIter<'a> {
+    /// The list that starts at `head` and follows `next`.
+    pub(super) fn new(next: &'a [u32], head: u32) -> Self {
+        ListIter { next, at: head }
+    }
 }
 
 impl Iterator for ListIter<'_> {

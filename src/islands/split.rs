@@ -23,7 +23,7 @@
 //! recomputed. The component holding the old island's representative keeps its id; every other
 //! component takes its smallest body id (see the graph module, invariant R).
 
-use super::graph::{Island, IslandGraph, IslandId, NONE};
+use super::graph::{Island, IslandGraph, IslandId, ListIter, NONE, link, set_owner};
 
 const PENDING: u32 = NONE - 1;
 const VISITED: u32 = NONE - 2;
@@ -66,18 +66,21 @@ impl IslandGraph {
     fn split_island(&mut self, p: u32) -> Vec<IslandId> {
         let old = self.islands[p as usize];
         let was_awake = self.awake.get(p as usize);
-        let mut seeds = Vec::with_capacity(old.body_count as usize);
-        let mut b = old.head_body;
-        while b != NONE {
-            seeds.push(b);
-            self.body_island[b as usize] = PENDING;
-            b = self.body_next[b as usize];
-        }
-        let mut c = old.head_contact;
-        while c != NONE {
-            self.contact_island[c as usize] = PENDING;
-            c = self.contact_next[c as usize];
-        }
+        let seeds: Vec<u32> = ListIter::new(&self.body_next, old.head_body)
+            .map(|b| b as u32)
+            .collect();
+        set_owner(
+            &self.body_next,
+            &mut self.body_island,
+            old.head_body,
+            PENDING,
+        );
+        set_owner(
+            &self.contact_next,
+            &mut self.contact_island,
+            old.head_contact,
+            PENDING,
+        );
         self.islands[p as usize] = Island::EMPTY;
         self.awake.unset(p as usize);
         self.split_flags.unset(p as usize);
@@ -121,35 +124,29 @@ impl IslandGraph {
                     .expect("a component holds its seed")
             };
             let mut isl = Island::EMPTY;
-            isl.min_sleep_time = f32::INFINITY;
-            let mut prev = NONE;
-            for &b in &comp_bodies {
-                self.body_island[b as usize] = id;
-                self.body_prev[b as usize] = prev;
-                self.body_next[b as usize] = NONE;
-                if prev == NONE {
-                    isl.head_body = b;
-                } else {
-                    self.body_next[prev as usize] = b;
-                }
-                prev = b;
-                isl.min_sleep_time = isl.min_sleep_time.min(self.sleep_time[b as usize]);
-            }
-            isl.tail_body = prev;
+            isl.min_sleep_time = comp_bodies
+                .iter()
+                .map(|&b| self.sleep_time[b as usize])
+                .fold(f32::INFINITY, f32::min);
+            (isl.head_body, isl.tail_body) = link(
+                &comp_bodies,
+                id,
+                (
+                    &mut self.body_island,
+                    &mut self.body_prev,
+                    &mut self.body_next,
+                ),
+            );
             isl.body_count = comp_bodies.len() as u32;
-            let mut prev = NONE;
-            for &c in &comp_contacts {
-                self.contact_island[c as usize] = id;
-                self.contact_prev[c as usize] = prev;
-                self.contact_next[c as usize] = NONE;
-                if prev == NONE {
-                    isl.head_contact = c;
-                } else {
-                    self.contact_next[prev as usize] = c;
-                }
-                prev = c;
-            }
-            isl.tail_contact = prev;
+            (isl.head_contact, isl.tail_contact) = link(
+                &comp_contacts,
+                id,
+                (
+                    &mut self.contact_island,
+                    &mut self.contact_prev,
+                    &mut self.contact_next,
+                ),
+            );
             isl.contact_count = comp_contacts.len() as u32;
             self.islands[id as usize] = isl;
             if was_awake {

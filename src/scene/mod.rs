@@ -1,9 +1,10 @@
 //! Scenes: what is simulated. The model, the TOML scene format, validation and the built-ins.
 //!
 //! A [`Scene`] is plain data (`model.rs`): the [`World`] settings and the bodies in scene order,
-//! every value checked once so that the engines never meet a NaN, a negative radius or a
-//! non-unit quaternion. Scenes come from three places, all through the one validation path of
-//! `spec.rs` ([`SceneBuilder::build`]):
+//! every value checked so that the engines never meet a NaN, a negative radius or a
+//! non-unit quaternion: by [`Scene::validate`] (`validate.rs`), the one validator, which the
+//! builder, both engines and checkpoints call. Scenes come from three places, all through the
+//! one resolution path of `spec.rs` ([`SceneBuilder::build`]):
 //!
 //! - scene files (`load.rs`): the TOML schema of DESIGN.md ("Scene file"), `[world]`,
 //!   `[defaults]`, `[[body]]` and `[[grid]]`, unknown keys rejected;
@@ -21,6 +22,7 @@ mod load;
 mod model;
 mod rng;
 mod spec;
+mod validate;
 
 pub use builtin::{
     BOUNCING_SEED, Builtin, bouncing_side, builtin, builtin_names, builtin_spec, builtin_toml,
@@ -36,3 +38,4 @@ pub use spec::{
     MAX_ROLLING_RESISTANCE, MAX_SIZE, MAX_SPEED, QUAT_TOLERANCE, SceneBuilder, WorldSpec,
     shape_volume,
 };
+pub use validate::{MATERIALS, Material, UNIT_TOLERANCE};

@@ -53,6 +53,7 @@ use serde::Deserialize;
 use super::error::{Location, SceneError};
 use super::model::{BodyDesc, Scene, Shape, World};
 use super::rng::SplitMix64;
+use super::validate::{MATERIALS, check_body_count};
 
 /// Restitution of a body that names none (here or in `[defaults]`).
 pub const DEFAULT_RESTITUTION: f32 = 0.0;
@@ -387,52 +388,60 @@ impl SceneBuilder {
             Item::Body(_) => n.saturating_add(1),
             Item::Grid(g) => n.saturating_add(g.len()),
         });
-        if total > MAX_BODIES {
-            return Err(SceneError::invalid(
-                Location::Scene,
-                format!("{total} bodies is more than the limit of {MAX_BODIES}"),
-            ));
-        }
+        // Before a grid's bodies are made (they could be billions).
+        check_body_count(total)?;
 
         let mut bodies = Vec::with_capacity(total);
+        // Each item's first body and where the item is, to name it when a body is refused.
+        let mut starts = Vec::with_capacity(self.items.len());
         let mut grid_index = 0;
         for (item, &line) in self.items.iter().zip(&self.lines) {
+            let first = bodies.len();
             match item {
                 Item::Body(spec) => {
-                    let at = Location::Body {
-                        index: bodies.len(),
-                        line,
-                    };
+                    let at = Location::Body { index: first, line };
                     let body = check_fields(spec)
                         .and_then(|()| resolve_body(spec, &self.defaults))
-                        .and_then(|b| check_limits(&b).map(|()| b))
-                        .map_err(|m| SceneError::invalid(at, m))?;
+                        .map_err(|m| SceneError::invalid(at.clone(), m))?;
                     bodies.push(body);
+                    starts.push((first, at));
                 }
                 Item::Grid(grid) => {
                     let at = Location::Grid {
                         index: grid_index,
                         line,
                     };
-                    let first = bodies.len();
                     expand_grid(grid, &self.defaults, &mut bodies)
-                        .and_then(|()| {
-                            bodies[first..].iter().enumerate().try_for_each(|(k, b)| {
-                                check_limits(b).map_err(|m| format!("its body {k}: {m}"))
-                            })
-                        })
-                        .map_err(|m| SceneError::invalid(at, m))?;
+                        .map_err(|m| SceneError::invalid(at.clone(), m))?;
+                    starts.push((first, at));
                     grid_index += 1;
                 }
             }
         }
-        if !bodies.iter().any(|b| !b.is_static) {
-            return Err(SceneError::invalid(
-                Location::Scene,
-                "the scene has no dynamic bodies (every body is static or there are none)",
-            ));
+        let scene = Scene { world, bodies };
+        scene.validate().map_err(|e| locate(e, &starts))?;
+        Ok(scene)
+    }
+}
+
+/// An error of [`Scene::validate`] about a body, with the body named as the description's item
+/// that made it: its `[[body]]` entry (and line), or its `[[grid]]` and its place in the grid.
+/// `starts` holds each item's first body and location, in order.
+fn locate(e: SceneError, starts: &[(usize, Location)]) -> SceneError {
+    let SceneError::Invalid {
+        at: Location::Body { index, .. },
+        message,
+        ..
+    } = e
+    else {
+        return e;
+    };
+    let (first, at) = &starts[starts.partition_point(|(first, _)| *first <= index) - 1];
+    match at {
+        Location::Grid { .. } => {
+            SceneError::invalid(at.clone(), format!("its body {}: {message}", index - first))
         }
-        Ok(Scene { world, bodies })
+        _ => SceneError::invalid(at.clone(), message),
     }
 }
 
@@ -448,76 +457,13 @@ pub const MAX_SIZE: f32 = 1e6;
 /// The largest gravity (m/s², per component).
 pub const MAX_GRAVITY: f32 = 1e6;
 
-/// The ranges the engines are built for, checked on a resolved body: every product and square
-/// the engines form of these numbers stays finite in f32, so a valid scene cannot turn into
-/// NaN. Beyond them a scene is refused with the limit named, not run into overflow.
-fn check_limits(b: &BodyDesc) -> Result<(), String> {
-    let far = |v: Vec3| v.abs().max_element() > MAX_COORDINATE;
-    match b.shape {
-        Shape::Plane { offset, .. } if offset.abs() > MAX_COORDINATE => {
-            return Err(format!(
-                "offset {offset} is too far from the origin (at most {MAX_COORDINATE:e} m)"
-            ));
-        }
-        Shape::Plane { .. } => {}
-        _ if far(b.position) => {
-            return Err(format!(
-                "position {:?} is too far from the origin (at most {MAX_COORDINATE:e} m per axis)",
-                b.position.to_array()
-            ));
-        }
-        _ => {}
-    }
-    let sizes: &[f32] = match &b.shape {
-        Shape::Sphere { radius } => &[*radius],
-        Shape::Cuboid { half_extents } => &half_extents.to_array(),
-        Shape::Cylinder {
-            radius,
-            half_height,
-        } => &[*radius, *half_height],
-        Shape::Plane { .. } => &[],
-    };
-    if let Some(s) = sizes.iter().find(|&&s| s > MAX_SIZE) {
-        return Err(format!(
-            "size {s} m is too large (radius, half extents and half height at most {MAX_SIZE:e} m)"
-        ));
-    }
-    let speed = b.velocity.length();
-    if speed > MAX_SPEED {
-        return Err(format!(
-            "velocity {:?} is too fast ({speed:e} m/s, at most {MAX_SPEED:e})",
-            b.velocity.to_array()
-        ));
-    }
-    let spin = b.angular_velocity.length();
-    if spin > MAX_ANGULAR_SPEED {
-        return Err(format!(
-            "angular_velocity {:?} is too fast ({spin:e} rad/s, at most {MAX_ANGULAR_SPEED:e})",
-            b.angular_velocity.to_array()
-        ));
-    }
-    if !b.is_static {
-        let m = crate::dynamics::MassProps::for_body(b);
-        let fine = |x: f32| x.is_finite() && x > 0.0;
-        if !(fine(m.inv_mass) && m.inv_inertia_local.to_array().into_iter().all(fine)) {
-            return Err(format!(
-                "mass {} kg and this shape give an inverse mass {} and inverse inertia {} that are not positive and finite (too light or too small)",
-                b.mass,
-                m.inv_mass,
-                fmt_vec(&m.inv_inertia_local.to_array())
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// `[x, y, z]` with each component in shortest form, for messages.
-fn fmt_vec(v: &[f32]) -> String {
+pub(super) fn fmt_vec(v: &[f32]) -> String {
     let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
     format!("[{}]", parts.join(", "))
 }
 
-fn finite(name: &str, x: f32) -> Result<f32, String> {
+pub(super) fn finite(name: &str, x: f32) -> Result<f32, String> {
     if x.is_finite() {
         Ok(x)
     } else {
@@ -525,7 +471,7 @@ fn finite(name: &str, x: f32) -> Result<f32, String> {
     }
 }
 
-fn positive(name: &str, x: f32) -> Result<f32, String> {
+pub(super) fn positive(name: &str, x: f32) -> Result<f32, String> {
     finite(name, x)?;
     if x > 0.0 {
         Ok(x)
@@ -534,7 +480,7 @@ fn positive(name: &str, x: f32) -> Result<f32, String> {
     }
 }
 
-fn finite_vec(name: &str, v: &[f32]) -> Result<(), String> {
+pub(super) fn finite_vec(name: &str, v: &[f32]) -> Result<(), String> {
     if v.iter().all(|x| x.is_finite()) {
         Ok(())
     } else {
@@ -607,73 +553,34 @@ fn check_fields(s: &BodySpec) -> Result<(), String> {
     if s.mass.is_some() && s.density.is_some() {
         return Err("give mass or density, not both".to_string());
     }
-    if let Some(e) = s.restitution {
-        finite("restitution", e)?;
-        if !(0.0..=1.0).contains(&e) {
-            return Err(format!("restitution must be between 0 and 1, got {e}"));
-        }
-    }
-    if let Some(mu) = s.friction {
-        finite("friction", mu)?;
-        if mu < 0.0 {
-            return Err(format!("friction must not be negative, got {mu}"));
-        }
-    }
-    if let Some(c) = s.rolling_resistance {
-        finite("rolling_resistance", c)?;
-        if !(0.0..=MAX_ROLLING_RESISTANCE).contains(&c) {
-            return Err(format!(
-                "rolling_resistance must be between 0 and {MAX_ROLLING_RESISTANCE}, got {c}"
-            ));
+    for m in &MATERIALS {
+        if let Some(x) = (m.of_spec)(s) {
+            m.check(x)?;
         }
     }
     Ok(())
 }
 
+/// The world of `w` (its defaults filled in), checked by [`World::validate`] at once, so that
+/// its errors come before the bodies'.
 fn resolve_world(w: &WorldSpec) -> Result<World, String> {
     let d = World::default();
     let ticks = |name: &str, v: Option<i64>, default: u32| -> Result<u32, String> {
         match v {
             None => Ok(default),
-            Some(v) if v >= 1 && v <= i64::from(u32::MAX) => Ok(v as u32),
-            Some(v) => Err(format!(
-                "{name} must be a whole number of at least 1, got {v}"
-            )),
+            Some(v) => u32::try_from(v)
+                .map_err(|_| format!("{name} must be a whole number of at least 1, got {v}")),
         }
     };
-    let ticks_per_second = ticks("ticks_per_second", w.ticks_per_second, d.ticks_per_second)?;
-    let frame_ticks = ticks("frame_ticks", w.frame_ticks, d.frame_ticks)?;
-    let window = ticks("window", w.window, d.window)?;
-    if ticks_per_second % frame_ticks != 0 {
-        return Err(format!(
-            "frame_ticks ({frame_ticks}) must divide ticks_per_second ({ticks_per_second})"
-        ));
-    }
-    let gravity = match w.gravity {
-        Some(g) => {
-            finite_vec("gravity", &g)?;
-            if g.iter().any(|x| x.abs() > MAX_GRAVITY) {
-                return Err(format!(
-                    "gravity {g:?} is too strong (at most {MAX_GRAVITY:e} m/s² per axis)"
-                ));
-            }
-            Vec3::from_array(g)
-        }
-        None => d.gravity,
+    let world = World {
+        gravity: w.gravity.map_or(d.gravity, Vec3::from_array),
+        ticks_per_second: ticks("ticks_per_second", w.ticks_per_second, d.ticks_per_second)?,
+        frame_ticks: ticks("frame_ticks", w.frame_ticks, d.frame_ticks)?,
+        window: ticks("window", w.window, d.window)?,
+        seconds: w.seconds.unwrap_or(d.seconds),
     };
-    let seconds = w.seconds.unwrap_or(d.seconds);
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(format!(
-            "seconds must be finite and positive, got {seconds}"
-        ));
-    }
-    Ok(World {
-        gravity,
-        ticks_per_second,
-        frame_ticks,
-        window,
-        seconds,
-    })
+    world.validate()?;
+    Ok(world)
 }
 
 /// The fields each shape takes (besides the common ones).

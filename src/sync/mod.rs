@@ -45,11 +45,14 @@ pub use table::{Table, View};
 /// `record_before_ack` (a warp entity records ticks in the GVT buffer without waiting for the
 /// acks of the events and antievents it sent at them: the resolve phase is skipped),
 /// `unguarded_groups` (every operation on the warp engine's island graph runs on copies read in
-/// one section and written back in another).
+/// one section and written back in another), `no_announcement_recheck` (the maker of announced
+/// group changes does not look at the queue again after storing its next tick),
+/// `unguarded_sections` (every section of every table, under either backend, runs on copies
+/// read in one section and written back in another: the seam guards nothing as a whole).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 7] = [
+    const KNOWN: [&str; 8] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_count_check_outside",
@@ -57,6 +60,7 @@ pub(crate) fn broken(name: &str) -> bool {
         "record_before_ack",
         "unguarded_groups",
         "no_announcement_recheck",
+        "unguarded_sections",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -231,7 +231,18 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
     /// each must be `< len`, else this panics: keys are computed by the engine, never input).
     /// `f` may run several times and must have no effect outside the view (see the module
     /// documentation); the value of its last run is returned.
-    pub fn section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
+    #[inline]
+    pub fn section<R>(&self, keys: &[usize], f: impl FnMut(&mut View<'_, T>) -> R) -> R {
+        #[cfg(timewarp_broken)]
+        if super::broken("unguarded_sections") {
+            return self.section_unguarded(keys, f);
+        }
+        self.guarded_section(keys, f)
+    }
+
+    /// The section behind [`Table::section`]: always, but in a test-only `cfg(timewarp_broken)`
+    /// build with `TIMEWARP_BROKEN=unguarded_sections` (see `sync::broken`).
+    fn guarded_section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
         let mut sorted = Vec::with_capacity(keys.len());
         sort_keys(keys, self.len(), &mut sorted);
         let sorted = &sorted[..];
@@ -305,7 +316,8 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
     }
 
     /// **BROKEN ON PURPOSE** (test-only negative control, `TIMEWARP_BROKEN=unguarded_tvht`
-    /// in a `cfg(timewarp_broken)` build, see `sync::broken`): runs `f` on copies of the slots
+    /// for the TVHT's sections, `unguarded_sections` for every table's, in a
+    /// `cfg(timewarp_broken)` build, see `sync::broken`): runs `f` on copies of the slots
     /// read in one section, then writes the slots it changed back in a second section, so
     /// nothing guards the read-modify-write as a whole (another section can run in between).
     #[cfg(timewarp_broken)]
@@ -316,7 +328,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
     ) -> R {
         let mut sorted = Vec::with_capacity(keys.len());
         sort_keys(keys, self.len(), &mut sorted);
-        let values = self.section(&sorted, |v| {
+        let values = self.guarded_section(&sorted, |v| {
             sorted.iter().map(|&k| (v.get(k).clone(), false)).collect()
         });
         let mut view = View {
@@ -334,7 +346,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
             .map(|((v, _), &k)| (k, v))
             .collect();
         let dirty_keys: Vec<usize> = dirty.iter().map(|(k, _)| *k).collect();
-        self.section(&dirty_keys, |v| {
+        self.guarded_section(&dirty_keys, |v| {
             for (k, val) in &dirty {
                 *v.get_mut(*k) = val.clone();
             }

@@ -194,17 +194,11 @@ impl Chaos {
 /// What a warp run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WarpStats {
-    /// Collision events sent.
-    pub events: u64,
-    pub antievents: u64,
-    pub rollbacks: u64,
-    pub rolled_back_ticks: u64,
-    /// Entity-ticks written into the TVHT.
-    pub tvht_writes: u64,
-    /// Entity turns run.
-    pub turns: u64,
-    /// Mean `LVT - GVT` seen at the end of a turn, in ticks.
-    pub mean_lead: f64,
+    /// The entities' counters, summed over the run: collision events sent, antievents,
+    /// rollbacks and the ticks they took back, entity-ticks written into the TVHT, turns run,
+    /// `LVT - GVT` summed at the end of turns ([`WarpStats::mean_lead`]), and with contact
+    /// groups the group-ticks stepped asleep and the naps (see below).
+    pub entities: EntityStats,
     /// Critical sections (TVHT, GVT buffer, contact groups) and their attempts (STM re-runs).
     pub sections: u64,
     pub attempts: u64,
@@ -220,15 +214,13 @@ pub struct WarpStats {
     /// Whether the run had contact groups ([`WarpConfig::groups`]).
     pub groups: bool,
     /// Contact groups: group changes made (those that stood; see [`super::entity`]),
-    /// fusions and fissions among them, the groups asleep at the end, group-ticks stepped
-    /// asleep, naps (sleep-record writes) and naps cut by rollbacks.
+    /// fusions and fissions among them, and the groups asleep at the end. (The group-ticks
+    /// stepped asleep, the naps, sleep-record writes, and the naps cut by rollbacks are the
+    /// entities' counters.)
     pub group_changes: u64,
     pub fusions: u64,
     pub fissions: u64,
     pub sleeping_groups: u64,
-    pub asleep_ticks: u64,
-    pub naps: u64,
-    pub nap_cuts: u64,
     /// Rollbacks across group changes: speculative changes undone because a message reached
     /// one of their groups at or before its birth (each may undo several changes made since;
     /// the changes counted above are those that stood).
@@ -244,6 +236,18 @@ pub struct WarpStats {
     /// The window, and how the lead under it moved ([`super::lead`]).
     pub window: u64,
     pub lead: LeadStats,
+}
+
+impl WarpStats {
+    /// Mean `LVT - GVT` seen at the end of a turn, in ticks (0 without turns).
+    pub fn mean_lead(&self) -> f64 {
+        let e = &self.entities;
+        if e.turns == 0 {
+            0.0
+        } else {
+            e.lead_sum as f64 / e.turns as f64
+        }
+    }
 }
 
 /// Optional controls of a warp run (the default: none).
@@ -1318,17 +1322,7 @@ pub fn run_warp_from_with(
     #[cfg(not(feature = "stm"))]
     let (stm_commits, stm_aborts) = (None, None);
     Ok(WarpStats {
-        events: sum.events,
-        antievents: sum.antievents,
-        rollbacks: sum.rollbacks,
-        rolled_back_ticks: sum.rolled_back_ticks,
-        tvht_writes: sum.tvht_writes,
-        turns: sum.turns,
-        mean_lead: if sum.turns == 0 {
-            0.0
-        } else {
-            sum.lead_sum as f64 / sum.turns as f64
-        },
+        entities: sum,
         sections: sync.sections,
         attempts: sync.attempts,
         by_class: sync.by_class,
@@ -1341,9 +1335,6 @@ pub fn run_warp_from_with(
         fusions: changes.fusions,
         fissions: changes.fissions,
         sleeping_groups,
-        asleep_ticks: sum.asleep_ticks,
-        naps: sum.naps,
-        nap_cuts: sum.nap_cuts,
         rollbacks_across_changes: changes.undone,
         fusions_undone: changes.fusions_undone,
         fissions_undone: changes.fissions_undone,

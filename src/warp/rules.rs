@@ -175,15 +175,11 @@ pub struct StaticBody {
 }
 
 impl Rules {
-    /// The rules of `scene`, or why it cannot be run (no dynamic body, a bad tick rate).
+    /// The rules of `scene`, or why it cannot be run: what [`Scene::validate`] refuses (no
+    /// dynamic body, a bad tick rate, a value out of range).
     pub fn new(scene: &Scene) -> Result<Rules, String> {
+        scene.validate().map_err(|e| e.to_string())?;
         let w = &scene.world;
-        if w.ticks_per_second == 0 || w.frame_ticks == 0 {
-            return Err("world: ticks_per_second and frame_ticks must be positive".into());
-        }
-        if !w.gravity.is_finite() {
-            return Err(format!("world: gravity {:?} is not finite", w.gravity));
-        }
         let mut r = Rules {
             shapes: Vec::new(),
             masses: Vec::new(),
@@ -214,16 +210,7 @@ impl Rules {
                 continue;
             }
             let m = MassProps::for_body(b);
-            if m.is_static() {
-                return Err(format!(
-                    "body {i}: a dynamic body needs a positive mass, not {}",
-                    b.mass
-                ));
-            }
             let bx = shape_aabb(&b.shape, state.position, state.rotation);
-            if !(state.position.is_finite() && state.velocity.is_finite()) {
-                return Err(format!("body {i}: position or velocity is not finite"));
-            }
             r.largest_side = r.largest_side.max((bx.max - bx.min).max_element());
             r.shapes.push(b.shape);
             r.masses.push(m);
@@ -232,9 +219,6 @@ impl Rules {
             r.rolling_resistance.push(b.rolling_resistance);
             r.scene_index.push(i as u32);
             r.initial.push(state);
-        }
-        if r.shapes.is_empty() {
-            return Err("the scene has no dynamic body to simulate".into());
         }
         Ok(r)
     }
