@@ -4,7 +4,7 @@
 //! The warp engine (issue #4; Koenig, Karamouzas and Guy, seed 000) moves each body by substeps
 //! of one tick, 1/960 s in the built-in scenes, and the TVHT asks at every tick which boxes meet.
 //! So whatever else it does, each body at each tick is advanced by the rules (`Rules::advance`:
-//! its free flight, with no kicks here), its swept box is made (`Rules::aabb`, what the TVHT
+//! its flight from its anchor, with no kicks here), its swept box is made (`Rules::aabb`, what the TVHT
 //! hashes), and its pre-event state is kept until the GVT passes (a state queue, here a buffer
 //! of 64 states per body, reused). This example times exactly that, with no TVHT, no GVT, no
 //! contact, no message and no scheduling, in three layers (advance; advance and box; advance,
@@ -26,7 +26,7 @@ use std::time::Instant;
 use timewarp::bench::median;
 use timewarp::dynamics::BodyState;
 use timewarp::scene::builtin;
-use timewarp::warp::rules::Rules;
+use timewarp::warp::rules::{Anchor, Rules};
 
 /// How much of a tick's work to do.
 #[derive(Clone, Copy, PartialEq, PartialOrd)]
@@ -51,10 +51,11 @@ const ROUNDS: usize = 7;
 fn fly(rules: &Rules, lo: usize, hi: usize, ticks: u64, layer: Layer) -> f32 {
     let mut sum = 0.0f32;
     let mut states: Vec<BodyState> = rules.initial[lo..hi].to_vec();
+    let anchors: Vec<Anchor> = states.iter().map(|&s| Anchor::at(0, s)).collect();
     let mut queues: Vec<Vec<BodyState>> = (lo..hi).map(|_| Vec::with_capacity(QUEUE)).collect();
-    for _ in 0..ticks {
+    for k in 0..ticks {
         for (j, (s, q)) in states.iter_mut().zip(queues.iter_mut()).enumerate() {
-            *s = rules.advance(s, &mut []);
+            (_, *s) = rules.advance(&anchors[j], s, k, &mut []);
             if layer >= Layer::AdvanceBox {
                 sum += rules.aabb(lo + j, s).min.x;
             } else {

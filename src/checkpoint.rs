@@ -21,16 +21,20 @@
 //!     awake flags, boxes, broad-phase sets, contacts with their warm-start impulses, the
 //!     persistent island graph with sleep timers and its free list of edge ids);
 //!   - **warp engine**: the committed (pre-event) states of the dynamic bodies at the frame's
-//!     tick. Nothing else is needed: by the per-tick rules of [`crate::warp::rules`] the state
-//!     at `k + 1` is a function of the states at `k` alone (contacts are found and resolved from
-//!     pre-event states), so entities restarted at tick `k` from these states commit the same
-//!     frames as the entities that were there. Speculation, the TVHT and the GVT buffer hold
-//!     nothing committed and start empty.
+//!     tick and the anchor each flies from (rule 4 of [`crate::warp::rules`]: its state just
+//!     after its last event and that event's tick). Nothing else is needed: by the rules the
+//!     state at `k + 1` is a function of the states at `k` (contacts are found and resolved
+//!     from pre-event states) and of the anchors, so entities restarted at tick `k` from them
+//!     commit the same frames as the entities that were there. (The states alone would not do:
+//!     a body that flew from an older anchor would be re-anchored at `k`, and fly a different
+//!     last bit.) The entities logged the anchors as they recorded the tick
+//!     ([`crate::warp::island_log`]). Speculation, the TVHT and the GVT buffer hold nothing
+//!     committed and start empty.
 //!   - **warp engine with contact groups**: the same states, and the islands of the groups
 //!     alive at that tick as they stand before its rules (bodies, rest and split timers, sleep
-//!     flag, warm-start impulses), which the entities logged as they recorded the tick
-//!     ([`crate::warp::island_log`]); the resumed groups count as born the tick before, so
-//!     they may change at the checkpoint's tick as the groups of the run that was cut did.
+//!     flag, warm-start impulses, anchors), which the entities logged the same way; the
+//!     resumed groups count as born the tick before, so they may change at the checkpoint's
+//!     tick as the groups of the run that was cut did.
 //!
 //! The thread count and the backend are not saved: committed frames are bit-identical for any
 //! of them (DESIGN.md, "Determinism is a contract"), so a resumed run may use others.
@@ -74,6 +78,7 @@ use crate::output::{Checksum, FNV_OFFSET, FNV_PRIME, FrameSink};
 use crate::run::EngineKind;
 use crate::scene::{Scene, SceneError};
 use crate::warp::group_rules::{Island, check_partition};
+use crate::warp::rules::Anchor;
 
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
@@ -81,8 +86,8 @@ pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads. Version 2 added the warp engine's state with contact
 /// groups ([`EngineState::WarpGroups`]); version 3 the bodies' `rolling_resistance` (a field of
-/// every body of the saved scene, and of the frame engine's contacts, with their impact flag), so older payloads no
-/// longer decode and are refused by their version.
+/// every body of the saved scene), the frame engine contacts' impact flag and the warp
+/// engine's anchors, so older payloads no longer decode and are refused by their version.
 pub const OLDEST_VERSION: u32 = 3;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 28;
@@ -92,8 +97,12 @@ pub const HEADER_LEN: usize = 28;
 pub enum EngineState {
     /// The frame engine's state between two steps.
     Frame(Box<FrameSnapshot>),
-    /// The warp engine's committed pre-event states of the dynamic bodies, in scene order.
-    Warp(Vec<BodyState>),
+    /// The warp engine's committed pre-event states of the dynamic bodies, in scene order, and
+    /// the anchor each flies from (rule 4 of [`crate::warp::rules`]).
+    Warp {
+        states: Vec<BodyState>,
+        anchors: Vec<Anchor>,
+    },
     /// The warp engine with contact groups: the same states, and the islands of the groups
     /// alive at the frame's tick as they stand before its rules (bodies, timers, sleep flag,
     /// warm-start impulses; [`crate::warp::island_log`]), ordered by smallest body.
@@ -108,7 +117,7 @@ impl EngineState {
     pub fn engine(&self) -> EngineKind {
         match self {
             EngineState::Frame(_) => EngineKind::Frame,
-            EngineState::Warp(_) | EngineState::WarpGroups { .. } => EngineKind::Warp,
+            EngineState::Warp { .. } | EngineState::WarpGroups { .. } => EngineKind::Warp,
         }
     }
 
@@ -320,10 +329,31 @@ impl Checkpoint {
                 s.frame(),
                 self.frame
             )),
-            EngineState::Warp(states) => self.check_states(states),
+            EngineState::Warp { states, anchors } => {
+                self.check_states(states)?;
+                if anchors.len() != states.len() {
+                    return Err(format!(
+                        "{} anchors for {} warp states",
+                        anchors.len(),
+                        states.len()
+                    ));
+                }
+                check_anchors(anchors, self.frame, &self.scene)
+            }
             EngineState::WarpGroups { states, islands } => {
                 self.check_states(states)?;
-                check_islands(islands, states.len())
+                check_islands(islands, states.len())?;
+                for isl in islands {
+                    if isl.anchors.len() != isl.bodies.len() {
+                        return Err(format!(
+                            "island {:?} has {} anchors",
+                            isl.bodies,
+                            isl.anchors.len()
+                        ));
+                    }
+                    check_anchors(&isl.anchors, self.frame, &self.scene)?;
+                }
+                Ok(())
             }
             EngineState::Frame(_) => Ok(()),
         }
@@ -346,6 +376,23 @@ impl Checkpoint {
         }
         Ok(())
     }
+}
+
+/// Anchors must be finite and not after the checkpoint's tick (frame `frame` of `scene`).
+fn check_anchors(anchors: &[Anchor], frame: u64, scene: &Scene) -> Result<(), String> {
+    let tick = frame.saturating_mul(u64::from(scene.world.frame_ticks));
+    for a in anchors {
+        if !a.state.to_array().iter().all(|x| x.is_finite()) {
+            return Err("a saved anchor is not finite".into());
+        }
+        if a.tick > tick {
+            return Err(format!(
+                "an anchor at tick {} is after the checkpoint's tick {tick}",
+                a.tick
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Islands must partition the bodies `0..bodies`, each island's bodies ascending, the islands

@@ -399,22 +399,39 @@ fn run_warp_scene(
     let (start_states, start_islands) = match resume {
         None => (None, None),
         Some(Resume {
-            state: EngineState::Warp(states),
+            state: EngineState::Warp { states, anchors },
             ..
-        }) => (Some(states.as_slice()), None),
+        }) => (
+            Some(states.as_slice()),
+            Some(
+                anchors
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &a)| Island::single(b as u32, a))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
         Some(Resume {
             state: EngineState::WarpGroups { states, islands },
             ..
-        }) => (Some(states.as_slice()), Some(islands.as_slice())),
+        }) => (Some(states.as_slice()), Some(islands.clone())),
         Some(_) => unreachable!("the engine kind was checked above"),
     };
-    // The engine's state at a frame: with contact groups, the islands there too.
-    let state_at = |states: &[BodyState], islands: Option<Vec<Island>>| match islands {
-        Some(islands) => EngineState::WarpGroups {
-            states: states.to_vec(),
-            islands,
-        },
-        None => EngineState::Warp(states.to_vec()),
+    // The engine's state at a frame: the states and what the engine handed out with them,
+    // the islands of the contact groups (with their anchors), or, without groups, one island
+    // per body carrying its anchor.
+    let state_at = |states: &[BodyState], islands: Vec<Island>| {
+        if options.groups {
+            EngineState::WarpGroups {
+                states: states.to_vec(),
+                islands,
+            }
+        } else {
+            EngineState::Warp {
+                states: states.to_vec(),
+                anchors: islands.iter().map(|i| i.anchors[0]).collect(),
+            }
+        }
     };
     let config = crate::warp::WarpConfig {
         threads: options.threads,
@@ -425,8 +442,9 @@ fn run_warp_scene(
         groups: options.groups,
         tvht_span: options.tvht_span,
     };
-    // The engine's state at the last committed frame, for the final checkpoint (with contact
-    // groups, known only at the frames whose islands the engine hands out).
+    // The engine's state at the last committed frame, for the final checkpoint (known only at
+    // the frames the engine hands out islands for: with contact groups the groups, without
+    // them each body's anchor).
     let mut last: Option<EngineState> = resume.map(|r| r.state.clone());
     // Islands are logged for periodic checkpoints, and at every frame for a sink that wants
     // the contact groups (every multiple of a checkpoint's period is a frame tick).
@@ -463,10 +481,7 @@ fn run_warp_scene(
             if let Some(c) = ck.as_deref_mut() {
                 c.observe(frame, frame as f64 * dt, &all)
                     .map_err(&mut fail)?;
-                let state = match (options.groups, islands) {
-                    (true, None) => None,
-                    (_, islands) => Some(state_at(states, islands)),
-                };
+                let state = islands.map(|islands| state_at(states, islands));
                 if c.due(frame) && frame < frames {
                     let Some(state) = &state else {
                         return Err(format!("no islands were handed out at frame {frame}"));
@@ -492,7 +507,7 @@ fn run_warp_scene(
             crate::warp::WarpStart {
                 tick: first * frame_ticks,
                 states: start_states,
-                islands: start_islands,
+                islands: start_islands.as_deref(),
             },
             frames * frame_ticks,
             &mut out,

@@ -692,7 +692,7 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
 
     // Whole and hashed, but its state does not fit its scene (as a buggy writer would make).
     let mut c = Checkpoint::read(&d.join("good.ck")).unwrap();
-    if let EngineState::Warp(states) = &mut c.state {
+    if let EngineState::Warp { states, .. } = &mut c.state {
         states.pop();
     }
     put("unfit.ck", &c.encode().unwrap());

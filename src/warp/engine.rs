@@ -82,7 +82,7 @@ use super::island_log::IslandLog;
 use super::lead::{Lead, LeadStats};
 use super::message::Msg;
 use super::profile::{NO_TASK, Parallelism, Profiler, TaskId};
-use super::rules::Rules;
+use super::rules::{Anchor, Rules};
 use super::tvht::DEFAULT_SPAN_TICKS;
 use super::{
     Announcements, BodyId, EntityId, GroupGraph, GroupId, GvtBuffer, GvtConfig, Tick, Tvht,
@@ -1033,8 +1033,9 @@ pub struct WarpStart<'a> {
     /// The committed states of the dynamic bodies there (`None`: the scene's initial states,
     /// at tick 0 only).
     pub states: Option<&'a [BodyState]>,
-    /// With contact groups, after tick 0: the islands of the groups alive there, as they
-    /// stand before its rules (from a checkpoint).
+    /// After tick 0, from a checkpoint: the islands of the groups alive there, as they stand
+    /// before its rules, with their anchors; without contact groups, one island per body,
+    /// which carries its anchor (what [`GroupedFrameOut`] hands out).
     pub islands: Option<&'a [Island]>,
 }
 
@@ -1058,9 +1059,9 @@ pub fn run_warp(
 }
 
 /// [`run_warp`] from `start`: the first frame handed to `out` is `start.tick`'s. A checkpoint
-/// resumes this way: by the per-tick rules a committed state depends only on the states at the
-/// tick before (and, with contact groups, on the islands there), so the frames equal those of
-/// one run from tick 0. Groups resumed at tick `k` count as born at `k - 1`: they are older
+/// resumes this way: by the rules a committed state depends only on the states at the tick
+/// before and on the anchors the bodies fly from (and, with contact groups, on the islands
+/// there, which hold their anchors), so the frames equal those of one run from tick 0. Groups resumed at tick `k` count as born at `k - 1`: they are older
 /// than the checkpoint, and may change at `k` as the groups of the run that was cut did.
 ///
 /// `control` adds the optional controls: the parallelism estimate, a deadline, the islands to
@@ -1143,7 +1144,52 @@ pub fn run_warp_from_with(
             slots[id] = Some(Entity::group_born(isl, states, start_tick, birth));
         }
     } else {
-        slots.extend((0..n).map(|i| Some(Entity::starting_at(i as BodyId, start[i], start_tick))));
+        // Each body flies from its anchor: its start state in a fresh run, its checkpoint's.
+        let anchors: Vec<Anchor> = match (start_tick, from.islands) {
+            (0, None) => start.iter().map(|&s| Anchor::at(0, s)).collect(),
+            (k, Some(islands)) if k > 0 && islands.len() == n => {
+                let mut anchors = vec![None; n];
+                for isl in islands {
+                    if let ([b], [a]) = (isl.bodies.as_slice(), isl.anchors.as_slice())
+                        && let Some(slot) = anchors.get_mut(*b as usize)
+                    {
+                        *slot = Some(*a);
+                    }
+                }
+                anchors
+                    .into_iter()
+                    .collect::<Option<Vec<Anchor>>>()
+                    .ok_or_else(|| {
+                        format!("the anchors to start from at tick {k} are not one per body")
+                    })?
+            }
+            (k, _) => {
+                return Err(format!(
+                    "a warp run starts at tick 0 without anchors, or later with the anchors of \
+                     its checkpoint (tick {k}, {} islands of one body given)",
+                    from.islands.map_or(0, |i| i.len())
+                ));
+            }
+        };
+        if let Some((b, a)) = anchors
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.tick > start_tick)
+        {
+            return Err(format!(
+                "body {b}'s anchor at tick {} is after the start, tick {start_tick}",
+                a.tick
+            ));
+        }
+        slots.extend((0..n).map(|i| {
+            let state = rules.flight(&anchors[i], start_tick);
+            Some(Entity::starting_at(
+                i as BodyId,
+                anchors[i],
+                state,
+                start_tick,
+            ))
+        }));
     }
     let mut owner: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
     for e in slots.iter().flatten() {
@@ -1152,10 +1198,9 @@ pub fn run_warp_from_with(
         }
     }
     let live: Vec<usize> = (0..n).filter(|&i| slots[i].is_some()).collect();
-    let island_log = match (config.groups, control.islands_every) {
-        (true, Some(every)) => Some(IslandLog::new(every, end_tick)),
-        _ => None,
-    };
+    let island_log = control
+        .islands_every
+        .map(|every| IslandLog::new(every, end_tick));
     let lead = if config.full_window {
         Lead::fixed(window)
     } else {

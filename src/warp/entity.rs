@@ -26,7 +26,9 @@
 //!   newest first; truncate the state queue to `s_r`. The recursion of the paper happens
 //!   across entities: the antievents make their receivers roll back in turn.
 //! * **Step** (Algorithms 5 and 6): from `s_LVT` and the contacts at `LVT` compute the states
-//!   up to `LVT_ub` (at most [`BATCH`] ticks a turn, or the lead's floor), write them into the
+//!   up to `LVT_ub` (each body flying from its anchor between events, rule 4 of
+//!   [`super::rules`]: a single body keeps its anchor per tick beside its state, a group's
+//!   island holds its bodies') (at most [`BATCH`] ticks a turn, or the lead's floor), write them into the
 //!   TVHT in one section, which stops at the first tick that meets a contact that is a collision
 //!   (rules in [`super::rules`]; boxes that overlap while the bodies do not touch are recorded
 //!   and passed: they change nothing). Every such collision becomes an event to the other body
@@ -81,7 +83,7 @@ use super::groups::components;
 use super::island_log::IslandLog;
 use super::lead::Lead;
 use super::message::{Instance, Msg};
-use super::rules::{Kick, Rules};
+use super::rules::{Anchor, Kick, Rules};
 use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry, WriteBuffers};
 use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
@@ -184,6 +186,8 @@ pub struct Scratch {
     entries: Vec<BodyEntry>,
     /// What a TVHT write works in.
     tvht: WriteBuffers,
+    /// A single body's anchors at the ticks a step computed.
+    anchors: Vec<Anchor>,
 }
 
 /// A message sent and not acked yet, as an entity keeps it.
@@ -224,7 +228,11 @@ pub struct Entity {
     aabbs: VecDeque<Aabb>,
     /// A group's island per tick `base ..= lvt`, as it stands before the rules of that tick
     /// (empty without contact groups). Shared: a sleeping island is the same from tick to tick.
+    /// It holds the group's anchors.
     islands: VecDeque<Arc<Island>>,
+    /// A single body's anchor per tick `base ..= lvt`: the one its state at that tick flies
+    /// from (rule 4 of [`super::rules`]; empty for a group, whose islands hold them).
+    anchors: VecDeque<Anchor>,
     next_tag: u64,
     /// Collisions known at ticks `base ..= lvt`.
     contacts: BTreeMap<ContactKey, Contact>,
@@ -270,12 +278,15 @@ struct Nap {
 impl Entity {
     /// Body `id` at its initial state at tick 0 (written at its first turn).
     pub fn new(id: BodyId, initial: BodyState) -> Entity {
-        Entity::starting_at(id, initial, 0)
+        Entity::starting_at(id, Anchor::at(0, initial), initial, 0)
     }
 
-    /// Body `id` at committed state `state` at tick `tick` (a resumed run; the GVT starts there).
-    pub fn starting_at(id: BodyId, state: BodyState, tick: Tick) -> Entity {
-        Entity::make(vec![id], false, tick, vec![state], Vec::new())
+    /// Body `id` at committed state `state` at tick `tick`, flying from `anchor` (a resumed
+    /// run; the GVT starts there).
+    pub fn starting_at(id: BodyId, anchor: Anchor, state: BodyState, tick: Tick) -> Entity {
+        let mut e = Entity::make(vec![id], false, tick, vec![state], Vec::new());
+        e.anchors.push_back(anchor);
+        e
     }
 
     /// The contact group `island` with its bodies at `states` (in its body order) at tick
@@ -312,6 +323,7 @@ impl Entity {
             states: VecDeque::from(states),
             aabbs: VecDeque::new(),
             islands: islands.into_iter().map(Arc::new).collect(),
+            anchors: VecDeque::new(),
             next_tag: 0,
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
@@ -631,7 +643,7 @@ impl Entity {
             env.gvt
                 .unrecord_ticks(r + 1..self.recorded, &self.bodies)
                 .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
-            if let (Some(log), true) = (env.islands, self.grouped) {
+            if let Some(log) = env.islands {
                 log.take_back(self.id, r + 1..self.recorded);
             }
             self.recorded = r + 1;
@@ -642,6 +654,8 @@ impl Entity {
         self.aabbs.truncate(keep);
         if self.grouped {
             self.islands.truncate((r - self.base) as usize + 1);
+        } else {
+            self.anchors.truncate((r - self.base) as usize + 1);
         }
         self.stats.rollbacks += 1;
         self.stats.rolled_back_ticks += lvt - r;
@@ -702,8 +716,11 @@ impl Entity {
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(1, Vec::new);
         let mut s = self.states[self.at(lvt)];
+        let mut a = self.anchors[(lvt - self.base) as usize];
         let mut new = std::mem::take(&mut self.scratch.entries);
         new.clear();
+        let mut anchors = std::mem::take(&mut self.scratch.anchors);
+        anchors.clear();
         for i in 0..n {
             if i == 0 {
                 self.kicks(env, lvt, &s, &mut kicks[0]);
@@ -711,7 +728,8 @@ impl Entity {
                 kicks[0].clear();
                 env.rules.static_kicks(me, &s, &mut kicks[0]);
             }
-            s = env.rules.advance(&s, &mut kicks[0]);
+            (a, s) = env.rules.advance(&a, &s, lvt + i, &mut kicks[0]);
+            anchors.push(a);
             if !(s.position.is_finite() && s.velocity.is_finite()) {
                 return Err(format!(
                     "body {} has a non-finite state at tick {}",
@@ -727,6 +745,7 @@ impl Entity {
             });
         }
         self.scratch.kicks = kicks;
+        self.scratch.anchors = anchors;
         self.write(env, lvt, n, new, Vec::new(), send)
     }
 
@@ -812,7 +831,7 @@ impl Entity {
                 }
                 let m = contacts
                     .unwrap_or_else(|| group_manifolds(rules, &work.bodies, &cur, &work.warm));
-                step_island_with(rules, &mut work, &mut cur, &mut kicks, m)
+                step_island_with(rules, &mut work, t, &mut cur, &mut kicks, m)
                     .map_err(|e| format!("at tick {}: {e}", t + 1))?;
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
                     *b = rules.aabb(body as usize, s);
@@ -1020,6 +1039,10 @@ impl Entity {
         self.tags
             .extend((0..done.len()).map(|i| tag + (i / nb) as u64));
         self.islands.extend(islands.into_iter().take(written));
+        if !self.grouped {
+            self.anchors
+                .extend(self.scratch.anchors.iter().take(written).copied());
+        }
         self.next_tag += n;
         self.stats.tvht_writes += written as u64;
         self.batch = if (written as u64) < n {
@@ -1078,13 +1101,20 @@ impl Entity {
         }
         let first = self.recorded;
         // Logged before the record: the record may commit a tick, and the output takes the
-        // islands of a committed tick at once.
-        if let (Some(log), true) = (env.islands, self.grouped) {
+        // islands of a committed tick at once. A single body logs itself as a group of one
+        // with its anchor.
+        if let Some(log) = env.islands {
             log.put(
                 self.id,
-                (first..=lim)
-                    .filter(|&t| log.wants(t))
-                    .map(|t| (t, Arc::clone(&self.islands[(t - self.base) as usize]))),
+                (first..=lim).filter(|&t| log.wants(t)).map(|t| {
+                    let i = (t - self.base) as usize;
+                    let isl = if self.grouped {
+                        Arc::clone(&self.islands[i])
+                    } else {
+                        Arc::new(Island::single(self.id, self.anchors[i]))
+                    };
+                    (t, isl)
+                }),
             );
         }
         let at = self.at(first);
@@ -1122,6 +1152,8 @@ impl Entity {
             self.aabbs.shrink_to(ticks * nb);
             if self.grouped {
                 self.islands.shrink_to(ticks);
+            } else {
+                self.anchors.shrink_to(ticks);
             }
         }
     }
@@ -1148,6 +1180,8 @@ impl Entity {
             self.aabbs.drain(..k);
             if self.grouped {
                 self.islands.drain(..drop_ticks);
+            } else {
+                self.anchors.drain(..drop_ticks);
             }
             self.give_back_room(lead);
         }
@@ -1419,9 +1453,11 @@ mod tests {
     /// `cylinders` 500 got an extra fusion in about one run in 30 with 3 workers.)
     #[test]
     fn a_child_of_a_speculative_change_undoes_on_any_message_about_its_birth_tick() {
+        let anchor = Anchor::at(0, state(Vec3::ZERO));
         let island = Island {
             bodies: vec![3, 4],
-            ..Island::single(3)
+            anchors: vec![anchor; 2],
+            ..Island::single(3, anchor)
         };
         let birth = 40;
         let mut kid = Entity::group_born(island, vec![state(Vec3::ZERO); 2], birth, birth);

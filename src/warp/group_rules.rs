@@ -47,7 +47,7 @@
 //! and resumed at any tick makes the same groups as one that was not.
 
 use super::groups::{components, root, union};
-use super::rules::{Gauge, Kick, Rules};
+use super::rules::{Anchor, Gauge, Kick, Rules};
 use super::{BodyId, Tick};
 use crate::dynamics::{
     BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, SolverBody, SolverParams,
@@ -89,6 +89,10 @@ pub struct Island {
     pub asleep: bool,
     /// Its contacts of the last step with their impulses (the warm start), by key.
     pub warm: Vec<(PairKey, Manifold)>,
+    /// Each body's anchor (rule 4 of [`super::rules`]), in the order of `bodies`: the one its
+    /// pre-event state at this tick flies from. A step of the solver, a kick and a change of
+    /// group make new ones; falling asleep anchors the bodies where they stop.
+    pub anchors: Vec<Anchor>,
 }
 
 impl Island {
@@ -103,16 +107,22 @@ impl Island {
             && self.asleep == before.asleep
             && self.warm.is_empty()
             && before.warm.is_empty()
+            && self
+                .anchors
+                .iter()
+                .zip(&before.anchors)
+                .all(|(a, b)| a.same_bits(b))
     }
 
-    /// A single body, awake.
-    pub fn single(body: BodyId) -> Island {
+    /// A single body, awake, flying from `anchor`.
+    pub fn single(body: BodyId, anchor: Anchor) -> Island {
         Island {
             bodies: vec![body],
             rest_ticks: 0,
             apart_ticks: 0,
             asleep: false,
             warm: Vec::new(),
+            anchors: vec![anchor],
         }
     }
 }
@@ -318,6 +328,7 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
             pieces.push((
                 i,
                 Island {
+                    anchors: Vec::new(), // set below, with every changed group's
                     bodies,
                     rest_ticks: 0,
                     apart_ticks: 0,
@@ -404,6 +415,20 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
         c.after.sort();
     }
     changes.sort_by(|x, y| x.before.cmp(&y.before));
+    // A change of group is an event: the bodies of every new group fly from where they are.
+    let changed: std::collections::HashSet<&[BodyId]> = changes
+        .iter()
+        .flat_map(|c| c.after.iter().map(Vec::as_slice))
+        .collect();
+    for isl in &mut new {
+        if changed.contains(isl.bodies.as_slice()) {
+            isl.anchors = isl
+                .bodies
+                .iter()
+                .map(|&b| Anchor::at(tick, states[b as usize]))
+                .collect();
+        }
+    }
     *islands = new;
     changes
 }
@@ -446,17 +471,20 @@ pub fn initial_islands(
     states: &[BodyState],
     candidates: &[(usize, usize)],
 ) -> Vec<Island> {
-    let mut islands: Vec<Island> = (0..rules.bodies() as BodyId).map(Island::single).collect();
+    let mut islands: Vec<Island> = (0..rules.bodies())
+        .map(|b| Island::single(b as BodyId, Anchor::at(0, states[b])))
+        .collect();
     regroup(rules, &mut islands, states, 0, candidates);
     islands
 }
 
-/// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds its bodies' states, in
-/// the order of `island.bodies`; `kicks[i]` are the kicks from other groups on its `i`-th body.
-/// Returns whether it fell asleep at this step.
+/// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds its bodies' states at
+/// `k`, in the order of `island.bodies`; `kicks[i]` are the kicks from other groups on its
+/// `i`-th body. Returns whether it fell asleep at this step.
 pub fn step_island(
     rules: &Rules,
     island: &mut Island,
+    k: Tick,
     states: &mut [BodyState],
     kicks: &mut [Vec<Kick>],
 ) -> Result<bool, String> {
@@ -464,7 +492,7 @@ pub fn step_island(
         return Ok(false);
     }
     let manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
-    step_island_with(rules, island, states, kicks, manifolds)
+    step_island_with(rules, island, k, states, kicks, manifolds)
 }
 
 /// [`step_island`] of an awake island given its contacts at these states, as
@@ -472,19 +500,28 @@ pub fn step_island(
 pub fn step_island_with(
     rules: &Rules,
     island: &mut Island,
+    k: Tick,
     states: &mut [BodyState],
     kicks: &mut [Vec<Kick>],
     manifolds: Vec<(PairKey, Manifold)>,
 ) -> Result<bool, String> {
     debug_assert!(!island.asleep);
     if manifolds.is_empty() {
-        // Nothing touches: kicks, then free flight (rules 3 and 4), body by body.
-        for (s, k) in states.iter_mut().zip(kicks.iter_mut()) {
-            *s = rules.advance(s, k);
+        // Nothing touches: kicks, then anchored flight (rules 3 and 4), body by body.
+        for ((s, a), kick) in states
+            .iter_mut()
+            .zip(island.anchors.iter_mut())
+            .zip(kicks.iter_mut())
+        {
+            (*a, *s) = rules.advance(a, s, k, kick);
         }
         island.warm.clear();
     } else {
+        // A solver step is an event for every body of the group.
         solve_contacts(rules, island, states, kicks, manifolds);
+        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
+            *a = Anchor::at(k + 1, *s);
+        }
     }
     for (&b, s) in island.bodies.iter().zip(states.iter()) {
         if !(s.position.is_finite() && s.velocity.is_finite() && s.angular_velocity.is_finite()) {
@@ -498,7 +535,11 @@ pub fn step_island_with(
     island.rest_ticks = if resting { island.rest_ticks + 1 } else { 0 };
     // (`ticks_to_sleep` is at least 1: a moving island need not work it out.)
     if island.rest_ticks > 0 && island.rest_ticks >= ticks_to_sleep(rules) {
+        // Asleep, its bodies stay where they are (no flight): anchored there.
         island.asleep = true;
+        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
+            *a = Anchor::at(k + 1, *s);
+        }
         return Ok(true);
     }
     Ok(false)
@@ -688,9 +729,9 @@ mod tests {
     fn only_free_flight_leaves_an_island_as_it_was() {
         let (rules, half) = bouncing(8);
         let step = |s: BodyState| {
-            let before = Island::single(0);
+            let before = Island::single(0, Anchor::at(0, s));
             let mut island = before.clone();
-            step_island(&rules, &mut island, &mut [s], &mut [Vec::new()]).unwrap();
+            step_island(&rules, &mut island, 0, &mut [s], &mut [Vec::new()]).unwrap();
             island.same_as(&before)
         };
         let mut s = rules.initial[0];

@@ -1,9 +1,8 @@
 //! # The island log: contact groups at checkpoint ticks
 //!
-//! A checkpoint of the warp engine without contact groups needs only the committed states at
-//! its tick: by the per-tick rules of [`super::rules`] the state at `k + 1` is a function of
-//! the states at `k` (`src/checkpoint.rs`). With contact groups (issue #5; seed 001, Section
-//! 4.4) a tick also carries the groups: which bodies each holds, and what its island carries
+//! A checkpoint of the warp engine needs more than the committed states at its tick: each
+//! body flies from its anchor (rule 4 of [`super::rules`]), and with contact groups (issue
+//! #5; seed 001, Section 4.4) a tick also carries the groups: which bodies each holds, and what its island carries
 //! from tick to tick besides the states — the rest and split timers, the sleep flag, the
 //! warm-start impulses ([`Island`]). A run resumed from the states alone would make other
 //! groups and other frames, so the checkpoint must hold the islands too.
@@ -17,6 +16,10 @@
 //! final islands of the groups alive at that tick, one per group, and they partition the
 //! bodies ([`IslandLog::take`] checks it). A run resumed from them starts those groups as they
 //! were, so it makes the same changes at that tick and after as the run that was not cut.
+//!
+//! Without contact groups a tick carries each body's anchor (rule 4 of [`super::rules`]: the
+//! state it flies from, which the states at the tick do not give back), so a single body logs
+//! itself as a group of one whose island holds its anchor ([`Island::single`]).
 //!
 //! The log wants the ticks of periodic checkpoints and the last tick of the run; every other
 //! tick costs nothing. One mutex guards it, taken for a moment by a record or a rollback
@@ -99,7 +102,13 @@ mod tests {
     use super::*;
 
     fn island(bodies: &[BodyId]) -> Arc<Island> {
-        let mut isl = Island::single(bodies[0]);
+        let state = crate::dynamics::BodyState {
+            position: glam::Vec3::ZERO,
+            rotation: glam::Quat::IDENTITY,
+            velocity: glam::Vec3::ZERO,
+            angular_velocity: glam::Vec3::ZERO,
+        };
+        let mut isl = Island::single(bodies[0], crate::warp::rules::Anchor::at(0, state));
         isl.bodies = bodies.to_vec();
         Arc::new(isl)
     }

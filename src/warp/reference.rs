@@ -3,7 +3,7 @@
 //! What the object-centric timewarp of seed 000 must compute, written the obvious way: every
 //! dynamic body advanced tick by tick in lock-step, all pairs tested at every tick by brute
 //! force, with the per-tick rules of [`super::rules`] (contacts from pre-event states, kicks
-//! summed in the canonical order). No messages, no rollback, no hash table. The warp engine's
+//! summed in the canonical order, each body flying from its anchor between them). No messages, no rollback, no hash table. The warp engine's
 //! committed frames must equal these bit for bit, for any thread count, backend and window
 //! (`tests/warp.rs`); it is quadratic in the number of bodies, so it is for small scenes.
 //!
@@ -14,7 +14,7 @@
 use super::group_rules::{
     Change, Island, contact_candidates, initial_islands, regroup, step_island,
 };
-use super::rules::{Kick, Rules};
+use super::rules::{Anchor, Kick, Rules};
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
 
@@ -22,6 +22,7 @@ use crate::dynamics::BodyState;
 pub fn reference_frames(rules: &Rules, frame_ticks: u64, end_tick: Tick) -> Vec<Vec<BodyState>> {
     let n = rules.bodies();
     let mut states = rules.initial.clone();
+    let mut anchors: Vec<Anchor> = states.iter().map(|&s| Anchor::at(0, s)).collect();
     let mut frames = vec![states.clone()];
     let mut kicks: Vec<Vec<Kick>> = vec![Vec::new(); n];
     for tick in 0..end_tick {
@@ -39,8 +40,12 @@ pub fn reference_frames(rules: &Rules, frame_ticks: u64, end_tick: Tick) -> Vec<
                 }
             }
         }
-        for (s, k) in states.iter_mut().zip(kicks.iter_mut()) {
-            *s = rules.advance(s, k);
+        for ((s, a), k) in states
+            .iter_mut()
+            .zip(anchors.iter_mut())
+            .zip(kicks.iter_mut())
+        {
+            (*a, *s) = rules.advance(a, s, tick, k);
         }
         if (tick + 1) % frame_ticks == 0 {
             frames.push(states.clone());
@@ -132,7 +137,7 @@ pub fn grouped_reference(
             }
             let mut own_states: Vec<BodyState> =
                 isl.bodies.iter().map(|&b| states[b as usize]).collect();
-            let fell_asleep = step_island(rules, isl, &mut own_states, &mut own)?;
+            let fell_asleep = step_island(rules, isl, tick, &mut own_states, &mut own)?;
             for (&b, s) in isl.bodies.iter().zip(own_states) {
                 states[b as usize] = s;
             }

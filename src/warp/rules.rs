@@ -55,9 +55,19 @@
 //!    the pre-event velocities in ascending scene index of the other body (statics and
 //!    dynamics interleaved by scene order): float addition is not associative, so the order is
 //!    fixed by ids, not by arrival.
-//! 4. **Flight.** The post-event state flies freely for one tick ([`free_flight`] with
-//!    `dt = 1 / ticks_per_second`), which gives the pre-event state at `k + 1`.
+//! 4. **Anchored flight.** A body's *anchor* is its state just after its last event (the
+//!    post-event state of a tick with kicks, or where its run or its group started it) with
+//!    that tick `k0`; between events it flies in closed form, so its pre-event state at tick
+//!    `k` is `flight(anchor, k - k0)`: the parabola `x + v t + g t² / 2`, `v + g t` and the
+//!    exponential map of its spin for `t = (k - k0) dt` ([`Rules::flight`]). A tick with kicks
+//!    makes a new anchor there ([`Rules::advance`]); a tick without keeps the old one. The
+//!    state at a tick is thus a pure function of the anchor and the tick, whatever batches or
+//!    spans the engine steps in, and a run cut and resumed must carry the anchors over
+//!    (checkpoints save them). Long flights turn by sin and cos once `|w| t` passes 0.1 (the
+//!    exponential map's Taylor branch below it): committed frames then rest on the platform's
+//!    `libm` as well as on IEEE arithmetic.
 
+use super::Tick;
 use crate::dynamics::{BodyState, MassProps, free_flight, resolve, rolling_impulse};
 use crate::geometry::{Aabb, Manifold, Motion, Pose, collide, impact, lowest_along, shape_aabb};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
@@ -536,9 +546,117 @@ impl Rules {
         })
     }
 
-    /// Rules 3 and 4: the pre-event state at `k + 1` of body `me` from its pre-event state `s`
-    /// at `k` and its kicks at `k` (dynamic and static, any order: they are sorted here).
-    pub fn advance(&self, s: &BodyState, kicks: &mut [Kick]) -> BodyState {
+    /// Rule 4: the pre-event state at tick `k` of a body anchored at `a` (`k >= a.tick`): its
+    /// anchor's state flown for `k - a.tick` ticks ([`free_flight`] for `(k - a.tick) dt`: the
+    /// parabola and the exponential map of its spin), `a.state` itself at `a.tick`. A pure
+    /// function of the anchor and the tick, so the same bits however a run batches its ticks.
+    #[inline]
+    pub fn flight(&self, a: &Anchor, k: Tick) -> BodyState {
+        debug_assert!(
+            k >= a.tick,
+            "flight back in time: anchor {} to tick {k}",
+            a.tick
+        );
+        let n = k - a.tick;
+        if n == 0 {
+            return a.state;
+        }
+        free_flight(&a.state, self.gravity, n as f32 * self.dt)
+    }
+
+    /// Rule 1 over a span: what body `i`, flying from anchor `a` (not asleep), sweeps over the
+    /// ticks `from..=to` (`a.tick <= from <= to`). Its position is a parabola in each axis, so
+    /// its extremes over the span lie at the span's ends or at the parabola's vertex; its
+    /// velocity is linear, so the extremes of `v dt` lie at the ends. The shape's box turns with
+    /// the body: spheres keep theirs, other shapes are bounded by the sphere of their extent.
+    pub fn span(&self, i: usize, a: &Anchor, from: Tick, to: Tick) -> SpanSweep {
+        debug_assert!(a.tick <= from && from <= to);
+        let (x, v, g) = (a.state.position, a.state.velocity, self.gravity);
+        let (t0, t1) = (
+            (from - a.tick) as f32 * self.dt,
+            (to - a.tick) as f32 * self.dt,
+        );
+        let at = |t: f32| x + v * t + g * (0.5 * t * t);
+        let (p0, p1) = (at(t0), at(t1));
+        let (mut lo, mut hi) = (p0.min(p1), p0.max(p1));
+        // The vertex of each axis's parabola, where it lies inside the span.
+        for k in 0..3 {
+            if g[k] != 0.0 {
+                let tv = -v[k] / g[k];
+                if tv > t0 && tv < t1 {
+                    let pv = x[k] + v[k] * tv + 0.5 * g[k] * tv * tv;
+                    lo[k] = lo[k].min(pv);
+                    hi[k] = hi[k].max(pv);
+                }
+            }
+        }
+        let half = match self.shapes[i] {
+            Shape::Sphere { radius } => radius,
+            ref other => crate::geometry::shape_extent(other),
+        };
+        let magnitude = x.abs() + v.abs() * t1 + g.abs() * (0.5 * t1 * t1) + Vec3::splat(half);
+        let slack = magnitude * SPAN_SLACK + Vec3::splat(1e-6);
+        let (v0, v1) = (v + g * t0, v + g * t1);
+        let step_slack = (v.abs() + g.abs() * t1) * (SPAN_SLACK * self.dt);
+        SpanSweep {
+            tight: Aabb::new(
+                lo - Vec3::splat(half) - slack,
+                hi + Vec3::splat(half) + slack,
+            ),
+            step_min: v0.min(v1) * self.dt - step_slack,
+            step_max: v0.max(v1) * self.dt + step_slack,
+            speed: v0.length().max(v1.length()) * (1.0 + SPAN_SLACK),
+        }
+    }
+
+    /// Rule 1 over a span: a box that contains body `i`'s box of rule 1 ([`Rules::aabb`]) at
+    /// every tick of `sweep`'s span (the TVHT's box of a span record).
+    pub fn span_aabb(&self, sweep: &SpanSweep) -> Aabb {
+        let limit = Vec3::splat(SWEEP_SIDES * self.largest_side);
+        let b = sweep.tight.expanded(AABB_MARGIN);
+        Aabb::new(
+            b.min + sweep.step_min.clamp(-limit, limit).min(Vec3::ZERO),
+            b.max + sweep.step_max.clamp(-limit, limit).max(Vec3::ZERO),
+        )
+    }
+
+    /// Rule 2b over a span: whether body `i` can meet no static body at any tick of `sweep`'s
+    /// span (then [`Rules::static_kicks`] finds nothing at any of them, and the span needs no
+    /// test tick by tick). The same two tests as a tick's, on bounds of all the span's ticks:
+    /// a plane is clear of the lowest corner of the span's box by more than the fastest
+    /// tick's sweep; any other static body's box misses the span's box swept both ways.
+    pub fn span_clear_of_statics(&self, sweep: &SpanSweep) -> bool {
+        if self.statics.is_empty() {
+            return true;
+        }
+        let gauge = Gauge::of(&sweep.tight);
+        let margin = sweep.speed * self.dt;
+        let b = sweep.tight.expanded(AABB_MARGIN);
+        let swept = Aabb::new(
+            b.min + sweep.step_min.min(Vec3::ZERO),
+            b.max + sweep.step_max.max(Vec3::ZERO),
+        );
+        self.statics.iter().all(|st| match st.shape {
+            Shape::Plane { .. } => gauge.clear_of_plane(&st.shape, margin),
+            _ => !swept.overlaps(&st.aabb),
+        })
+    }
+
+    /// Rules 3 and 4 at tick `k` of a body whose pre-event state at `k` is `s`, flown from
+    /// anchor `a`: with kicks at `k` (dynamic and static, any order: they are sorted here),
+    /// their sum added to `s` in the canonical order makes its new anchor, at `k`; without,
+    /// it keeps `a`. Returns the anchor for the ticks after `k` and the pre-event state at
+    /// `k + 1`.
+    pub fn advance(
+        &self,
+        a: &Anchor,
+        s: &BodyState,
+        k: Tick,
+        kicks: &mut [Kick],
+    ) -> (Anchor, BodyState) {
+        if kicks.is_empty() {
+            return (*a, self.flight(a, k + 1));
+        }
         kicks.sort_unstable_by_key(|k| k.other);
         let mut post = *s;
         for k in kicks.iter() {
@@ -546,7 +664,54 @@ impl Rules {
             post.angular_velocity += k.dw;
             post.position += k.dp;
         }
-        free_flight(&post, self.gravity, self.dt)
+        let anchor = Anchor {
+            tick: k,
+            state: post,
+        };
+        (anchor, self.flight(&anchor, k + 1))
+    }
+}
+
+/// What a body's flight from one anchor sweeps over a span of ticks `from..=to` (rule 1 over
+/// a span, [`Rules::span`]): a box around its shape's box at every tick, the extremes of its
+/// per-tick displacement `v dt`, and its fastest speed, each conservative in f32 (a slack of
+/// [`SPAN_SLACK`] of the magnitudes involved covers the rounding of the per-tick arithmetic).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpanSweep {
+    /// Contains the shape's box (without margin or sweep) at every tick of the span.
+    pub tight: Aabb,
+    /// Per axis, at most / at least `v dt` at any tick of the span.
+    pub step_min: Vec3,
+    pub step_max: Vec3,
+    /// At least `|v|` at any tick of the span.
+    pub speed: f32,
+}
+
+/// Relative slack of a span's bounds over the values they bound (see [`SpanSweep`]): f32's
+/// rounding is 6e-8 of a value; the flight's few operations stay far inside this.
+pub const SPAN_SLACK: f32 = 1e-5;
+
+/// A body's anchor (rule 4): its state just after its last event (kicks, a static body's
+/// correction, a step of its group's solver, a change of its group) and that event's tick, or
+/// where a run starts it. Between events the body flies in closed form from it
+/// ([`Rules::flight`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Anchor {
+    pub tick: Tick,
+    pub state: BodyState,
+}
+
+impl Anchor {
+    /// A body at `state` at tick `tick`, flying from there.
+    pub fn at(tick: Tick, state: BodyState) -> Anchor {
+        Anchor { tick, state }
+    }
+
+    /// Whether two anchors are the same bits (floats compared by bits: `-0.0` differs from
+    /// `0.0`, a NaN equals itself).
+    pub fn same_bits(&self, o: &Anchor) -> bool {
+        self.tick == o.tick
+            && self.state.to_array().map(f32::to_bits) == o.state.to_array().map(f32::to_bits)
     }
 }
 
@@ -611,6 +776,117 @@ mod tests {
     use super::*;
     use crate::scene::SplitMix64;
     use glam::Quat;
+
+    /// Rule 4: a body flies from its anchor in closed form. Its state at any tick is the
+    /// parabola of its anchor (to f32 rounding over 10 s of flight), exactly its anchor at the
+    /// anchor's tick, the same bits whether asked directly or tick after tick through
+    /// [`Rules::advance`] without kicks, and a kick makes a new anchor at its tick.
+    #[test]
+    fn a_body_flies_from_its_anchor() {
+        let scene = crate::scene::SceneBuilder::new()
+            .gravity(Vec3::new(0.0, -9.81, 0.0))
+            .body(
+                crate::scene::BodySpec::sphere(0.5)
+                    .velocity(Vec3::new(3.0, 8.0, -1.0))
+                    .angular_velocity(Vec3::new(0.0, 0.0, 30.0)),
+            )
+            .build()
+            .unwrap();
+        let rules = Rules::new(&scene).unwrap();
+        let s0 = rules.initial[0];
+        let a = Anchor::at(40, s0);
+        assert_eq!(rules.flight(&a, 40), s0);
+        let (mut anchor, mut s) = (a, s0);
+        for k in 40..40 + 9600 {
+            (anchor, s) = rules.advance(&anchor, &s, k, &mut []);
+            assert_eq!(anchor, a, "no kick, no new anchor");
+            assert_eq!(s, rules.flight(&a, k + 1), "tick {}", k + 1);
+        }
+        let t = 10.0f32;
+        let x = s0.position + s0.velocity * t + rules.gravity * (0.5 * t * t);
+        assert!(
+            (s.position - x).length() < 1e-3 * x.length(),
+            "{} for {x}",
+            s.position
+        );
+        assert!((s.velocity - (s0.velocity + rules.gravity * t)).length() < 1e-3);
+        // A kick at tick 50: the new anchor is the post-event state there.
+        let mut kicks = [Kick {
+            other: 7,
+            dv: Vec3::X,
+            dw: Vec3::ZERO,
+            dp: Vec3::ZERO,
+        }];
+        let pre = rules.flight(&a, 50);
+        let (b, next) = rules.advance(&a, &pre, 50, &mut kicks);
+        assert_eq!(b.tick, 50);
+        assert_eq!(b.state.velocity, pre.velocity + Vec3::X);
+        assert_eq!(next, rules.flight(&b, 51));
+    }
+
+    /// Rule 1 and 2b over a span, against every tick of it: random bodies (spheres, boxes,
+    /// cylinders), anchors far from the origin or near it, fast or slow, spinning, under
+    /// gravity of any direction, and spans of 1 to 2048 ticks starting at any distance from
+    /// their anchor. The span's box must hold every tick's box of rule 1 (in f32, where a box
+    /// one ulp short is a missed contact), and a span found clear of the static bodies (a
+    /// ground plane, a tilted plane, a static box) must have no static kick at any tick.
+    #[test]
+    fn a_span_bounds_every_tick_of_its_flight() {
+        use crate::scene::{BodySpec, SceneBuilder};
+        let mut rng = SplitMix64::new(31);
+        let mut cleared = 0;
+        for case in 0..3000 {
+            let mut u = || rng.next_signed();
+            let g = Vec3::new(u(), u(), u()) * if case % 4 == 0 { 0.0 } else { 20.0 };
+            let shape = match case % 3 {
+                0 => BodySpec::sphere(0.05 + u().abs()),
+                1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() + 0.05),
+                _ => BodySpec::cylinder(0.05 + u().abs(), 0.05 + u().abs()),
+            };
+            let far = if case % 5 == 0 { 5000.0 } else { 20.0 };
+            let scene = SceneBuilder::new()
+                .gravity(g)
+                .plane(Vec3::Y, -far)
+                .body(BodySpec::plane(Vec3::new(1.0, 0.3, 0.1).normalize(), far))
+                .body(
+                    BodySpec::cuboid(Vec3::new(3.0, 1.0, 2.0))
+                        .position(Vec3::new(u(), u(), u()) * far)
+                        .fixed(true),
+                )
+                .body(shape.position(Vec3::ZERO))
+                .build()
+                .unwrap();
+            let rules = Rules::new(&scene).unwrap();
+            let speed = if case % 2 == 0 { 2.0 } else { 60.0 };
+            let state = BodyState {
+                position: Vec3::new(u(), u(), u()) * far,
+                rotation: Quat::from_scaled_axis(Vec3::new(u(), u(), u()) * 3.0).normalize(),
+                velocity: Vec3::new(u(), u(), u()) * speed,
+                angular_velocity: Vec3::new(u(), u(), u()) * 40.0,
+            };
+            let a = Anchor::at(100, state);
+            let from = 100 + (u().abs() * 3000.0) as Tick;
+            let to = from + (u().abs() * 2047.0) as Tick;
+            let sweep = rules.span(0, &a, from, to);
+            let bx = rules.span_aabb(&sweep);
+            let clear = rules.span_clear_of_statics(&sweep);
+            cleared += usize::from(clear);
+            let mut kicks = Vec::new();
+            for t in from..=to {
+                let s = rules.flight(&a, t);
+                let b = rules.aabb(0, &s);
+                assert!(
+                    bx.min.cmple(b.min).all() && bx.max.cmpge(b.max).all(),
+                    "case {case}, tick {t} of {from}..={to}: {b:?} outside {bx:?}"
+                );
+                if clear {
+                    rules.static_kicks(0, &s, &mut kicks);
+                    assert!(kicks.is_empty(), "case {case}, tick {t}: {kicks:?}");
+                }
+            }
+        }
+        assert!(cleared > 200, "only {cleared} spans of 3000 cleared");
+    }
 
     /// The plane skip loses nothing: whenever it says a body is clear of a plane, the narrow
     /// phase finds no point for that body and plane. Random spheres, boxes and cylinders at
