@@ -84,6 +84,7 @@ use super::island_log::IslandLog;
 use super::lead::Lead;
 use super::message::{Instance, Msg};
 use super::rules::{Anchor, Kick, Rules};
+use super::timeline::Timeline;
 use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry, WriteBuffers};
 use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
@@ -220,19 +221,10 @@ pub struct Entity {
     birth: Tick,
     /// Whether its entries at `base` are in the TVHT (a new group's are: its parents wrote them).
     started: bool,
-    /// Tick of the first state kept.
-    base: Tick,
-    /// Per tick `base ..= lvt`, `bodies.len()` states, tags and boxes, in body order.
-    states: VecDeque<BodyState>,
-    tags: VecDeque<u64>,
-    aabbs: VecDeque<Aabb>,
-    /// A group's island per tick `base ..= lvt`, as it stands before the rules of that tick
-    /// (empty without contact groups). Shared: a sleeping island is the same from tick to tick.
-    /// It holds the group's anchors.
-    islands: VecDeque<Arc<Island>>,
-    /// A single body's anchor per tick `base ..= lvt`: the one its state at that tick flies
-    /// from (rule 4 of [`super::rules`]; empty for a group, whose islands hold them).
-    anchors: VecDeque<Anchor>,
+    /// Its bodies at every tick `base ..= lvt` ([`Timeline`]): states, boxes and tags, and a
+    /// single body's anchor or a group's island (as it stands before the rules of that tick,
+    /// shared between ticks it does not change, holding the group's anchors).
+    line: Timeline,
     next_tag: u64,
     /// Collisions known at ticks `base ..= lvt`.
     contacts: BTreeMap<ContactKey, Contact>,
@@ -284,9 +276,7 @@ impl Entity {
     /// Body `id` at committed state `state` at tick `tick`, flying from `anchor` (a resumed
     /// run; the GVT starts there).
     pub fn starting_at(id: BodyId, anchor: Anchor, state: BodyState, tick: Tick) -> Entity {
-        let mut e = Entity::make(vec![id], false, tick, vec![state], Vec::new());
-        e.anchors.push_back(anchor);
-        e
+        Entity::make(vec![id], tick, vec![state], Some(anchor), None)
     }
 
     /// The contact group `island` with its bodies at `states` (in its body order) at tick
@@ -299,31 +289,38 @@ impl Entity {
     /// which may change at `tick` (a group never changes at its birth tick).
     pub fn group_born(island: Island, states: Vec<BodyState>, tick: Tick, birth: Tick) -> Entity {
         let bodies = island.bodies.clone();
-        let mut e = Entity::make(bodies, true, tick, states, vec![island]);
+        let mut e = Entity::make(bodies, tick, states, None, Some(island));
         e.birth = birth.min(tick);
         e
     }
 
+    /// Bodies at `states` at tick `tick`, a single body flying from `anchor` or a group
+    /// standing in `island`; their boxes and tags there are set at the first turn (or by
+    /// [`Entity::regroup`]).
     fn make(
         bodies: Vec<BodyId>,
-        grouped: bool,
         tick: Tick,
         states: Vec<BodyState>,
-        islands: Vec<Island>,
+        anchor: Option<Anchor>,
+        island: Option<Island>,
     ) -> Entity {
         debug_assert!(!bodies.is_empty() && bodies.is_sorted() && bodies.len() == states.len());
+        let n = bodies.len();
+        let grouped = island.is_some();
         Entity {
             id: bodies[0],
-            tags: VecDeque::from(vec![0; bodies.len()]),
+            line: Timeline::start(
+                tick,
+                &states,
+                &vec![Aabb::new(glam::Vec3::ZERO, glam::Vec3::ZERO); n],
+                &vec![0; n],
+                anchor,
+                island.map(Arc::new),
+            ),
             bodies,
             grouped,
             birth: tick,
             started: false,
-            base: tick,
-            states: VecDeque::from(states),
-            aabbs: VecDeque::new(),
-            islands: islands.into_iter().map(Arc::new).collect(),
-            anchors: VecDeque::new(),
             next_tag: 0,
             contacts: BTreeMap::new(),
             pending: BTreeSet::new(),
@@ -352,12 +349,12 @@ impl Entity {
 
     /// Whether its group is asleep at its LVT (false without contact groups).
     pub fn asleep(&self) -> bool {
-        self.islands.back().is_some_and(|i| i.asleep)
+        self.line.last_island().is_some_and(|i| i.asleep)
     }
 
     /// The local virtual time: the tick of the latest state.
     pub fn lvt(&self) -> Tick {
-        self.base + (self.states.len() / self.bodies.len()) as Tick - 1
+        self.line.lvt()
     }
 
     /// How many ticks a step from `lvt` towards `ub` computes this turn: at most its adaptive
@@ -378,11 +375,6 @@ impl Entity {
         self.pending.len()
     }
 
-    /// Index of tick `t`'s first body in the per-body queues.
-    fn at(&self, t: Tick) -> usize {
-        (t - self.base) as usize * self.bodies.len()
-    }
-
     /// Position of `body` among its bodies.
     fn index(&self, body: BodyId) -> usize {
         self.bodies
@@ -391,15 +383,24 @@ impl Entity {
     }
 
     /// Its bodies' TVHT entries at tick `t` (written), appended to `out`.
-    fn entries_at(&self, t: Tick, out: &mut Vec<BodyEntry>) {
-        let i = self.at(t);
-        let asleep = self.grouped && self.islands[(t - self.base) as usize].asleep;
-        out.extend(self.bodies.iter().enumerate().map(|(j, &body)| BodyEntry {
-            body,
-            aabb: self.aabbs[i + j],
-            state: self.states[i + j],
-            asleep,
+    fn entries_at(&self, rules: &Rules, t: Tick, out: &mut Vec<BodyEntry>) {
+        let asleep = self.grouped && self.line.island(t).asleep;
+        out.extend(self.bodies.iter().enumerate().map(|(j, &body)| {
+            let at = self.line.at(rules, body, t, j);
+            BodyEntry {
+                body,
+                aabb: at.aabb,
+                state: at.state,
+                asleep,
+            }
         }));
+    }
+
+    /// Its bodies' states at tick `t`, in body order.
+    fn states_at(&self, rules: &Rules, t: Tick) -> Vec<BodyState> {
+        (0..self.bodies.len())
+            .map(|j| self.line.state(rules, t, j))
+            .collect()
     }
 
     /// One turn: read `inbox` (messages with the body each is addressed to), step, record.
@@ -429,11 +430,11 @@ impl Entity {
             self.started = true;
             let asleep = self.asleep();
             let mut bodies = Vec::with_capacity(self.bodies.len());
+            let base = self.line.base();
             for (j, &body) in self.bodies.iter().enumerate() {
-                let state = self.states[j];
+                let state = self.line.state(env.rules, base, j);
                 let aabb = env.rules.aabb(body as usize, &state);
-                self.aabbs.push_back(aabb);
-                self.tags[j] = self.next_tag;
+                self.line.set_tick(base, j, aabb, self.next_tag);
                 bodies.push(BodyEntry {
                     body,
                     aabb,
@@ -447,7 +448,7 @@ impl Entity {
                     self.id,
                     self.next_tag,
                     &[Step {
-                        tick: self.base,
+                        tick: base,
                         bodies: &bodies,
                     }],
                 )
@@ -525,9 +526,9 @@ impl Entity {
                 let inst = Instance::of(&c);
                 let t = inst.tick;
                 let other = inst.other(me);
-                let live = t >= self.base
+                let live = t >= self.line.base()
                     && t <= self.lvt()
-                    && self.tags[self.at(t) + self.index(me)] == inst.tag_of(me);
+                    && self.line.tag(t, self.index(me)) == inst.tag_of(me);
                 if live {
                     self.contacts.insert(c.key(), c);
                     if t < self.lvt() {
@@ -575,13 +576,13 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
         let lvt = self.lvt();
-        debug_assert!(r < lvt && r >= self.base);
+        debug_assert!(r < lvt && r >= self.line.base());
         let mut entries = std::mem::take(&mut self.scratch.entries);
         entries.clear();
         let mut ticks = Vec::new();
         for t in r + 1..=lvt {
             if !self.naps.iter().any(|n| n.from <= t && t < n.until) {
-                self.entries_at(t, &mut entries);
+                self.entries_at(env.rules, t, &mut entries);
                 ticks.push(t);
             }
         }
@@ -604,7 +605,7 @@ impl Entity {
                 continue;
             }
             let mut slept = Vec::with_capacity(self.bodies.len());
-            self.entries_at(n.from.max(self.base), &mut slept);
+            self.entries_at(env.rules, n.from.max(self.line.base()), &mut slept);
             let cut = env
                 .tvht
                 .wake(self.id, n.tag, &slept, n.from.max(r + 1))
@@ -648,15 +649,7 @@ impl Entity {
             }
             self.recorded = r + 1;
         }
-        let keep = self.at(r) + self.bodies.len();
-        self.states.truncate(keep);
-        self.tags.truncate(keep);
-        self.aabbs.truncate(keep);
-        if self.grouped {
-            self.islands.truncate((r - self.base) as usize + 1);
-        } else {
-            self.anchors.truncate((r - self.base) as usize + 1);
-        }
+        self.line.truncate(r);
         self.stats.rollbacks += 1;
         self.stats.rolled_back_ticks += lvt - r;
         env.lead.rolled_back((lvt - r) * self.bodies.len() as u64);
@@ -715,8 +708,8 @@ impl Entity {
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(1, Vec::new);
-        let mut s = self.states[self.at(lvt)];
-        let mut a = self.anchors[(lvt - self.base) as usize];
+        let mut s = self.line.state(env.rules, lvt, 0);
+        let mut a = self.line.anchor(lvt);
         let mut new = std::mem::take(&mut self.scratch.entries);
         new.clear();
         let mut anchors = std::mem::take(&mut self.scratch.anchors);
@@ -762,13 +755,17 @@ impl Entity {
         let rules = env.rules;
         let nb = self.bodies.len();
         let n = self.batch_len(env, lvt, ub);
-        let at = self.at(lvt);
-        let mut cur: Vec<BodyState> = self.states.range(at..at + nb).copied().collect();
+        let mut cur: Vec<BodyState> = self.states_at(rules, lvt);
         // `isl` is the island of the last tick computed, shared with the ticks before it that
         // it did not change; `work` is the one being stepped.
-        let mut isl = Arc::clone(&self.islands[(lvt - self.base) as usize]);
+        let mut isl = Arc::clone(self.line.island(lvt));
         let mut work = Island::clone(&isl);
-        let mut boxes: Vec<Aabb> = self.aabbs.range(at..at + nb).copied().collect();
+        let mut boxes: Vec<Aabb> = self
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(j, &b)| self.line.at(rules, b, lvt, j).aabb)
+            .collect();
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(nb, Vec::new);
         let mut new = std::mem::take(&mut self.scratch.entries);
@@ -895,11 +892,10 @@ impl Entity {
             .tvht
             .sleep(self.id, tag, from, ub, &bodies)
             .map_err(|e| format!("entity {} sleeps from tick {from}: {e}", self.id))?;
-        for _ in from..=last {
-            self.states.extend(cur);
-            self.aabbs.extend(boxes);
-            self.tags.extend(std::iter::repeat_n(tag, cur.len()));
-            self.islands.push_back(Arc::clone(&isl));
+        let tags = vec![tag; cur.len()];
+        for t in from..=last {
+            self.line
+                .push_tick(t, cur, boxes, &tags, None, Some(Arc::clone(&isl)));
         }
         match self.naps.back_mut() {
             Some(n) if n.open && n.tag == tag => n.until = last + 1,
@@ -981,13 +977,8 @@ impl Entity {
         if self.ending == Some(t) {
             return (true, self.fusing(rules, t).map(|e| e.body).collect());
         }
-        let at = self.at(t);
-        let cur: Vec<BodyState> = self
-            .states
-            .range(at..at + self.bodies.len())
-            .copied()
-            .collect();
-        let isl = &self.islands[(t - self.base) as usize];
+        let cur: Vec<BodyState> = self.states_at(rules, t);
+        let isl = self.line.island(t);
         let partners: Vec<BodyId> = self.fusing(rules, t).map(|e| e.body).collect();
         let splits = self
             .split_timer(rules, t, isl, &cur)
@@ -1032,17 +1023,13 @@ impl Entity {
         let (written, found) = result.map_err(|e| e.to_string())?;
         // Appended a queue at a time (the three pushes per body and tick cost more than the
         // copies).
-        let done = &new[..written * nb];
-        self.states.extend(done.iter().map(|b| b.state));
-        self.aabbs.extend(done.iter().map(|b| b.aabb));
-        let tag = self.next_tag;
-        self.tags
-            .extend((0..done.len()).map(|i| tag + (i / nb) as u64));
-        self.islands.extend(islands.into_iter().take(written));
-        if !self.grouped {
-            self.anchors
-                .extend(self.scratch.anchors.iter().take(written).copied());
-        }
+        let anchors: &[Anchor] = if self.grouped {
+            &[]
+        } else {
+            &self.scratch.anchors
+        };
+        self.line
+            .push_ticks(lvt + 1, written, &new, self.next_tag, anchors, islands);
         self.next_tag += n;
         self.stats.tvht_writes += written as u64;
         self.batch = if (written as u64) < n {
@@ -1107,22 +1094,19 @@ impl Entity {
             log.put(
                 self.id,
                 (first..=lim).filter(|&t| log.wants(t)).map(|t| {
-                    let i = (t - self.base) as usize;
                     let isl = if self.grouped {
-                        Arc::clone(&self.islands[i])
+                        Arc::clone(self.line.island(t))
                     } else {
-                        Arc::new(Island::single(self.id, self.anchors[i]))
+                        Arc::new(Island::single(self.id, self.line.anchor(t)))
                     };
                     (t, isl)
                 }),
             );
         }
-        let at = self.at(first);
-        let nb = self.bodies.len();
         let recorded = env
             .gvt
             .record_span(first, (lim + 1 - first) as usize, &self.bodies, |i, j| {
-                self.states[at + i * nb + j]
+                self.line.state(env.rules, first + i as Tick, j)
             })
             .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
         recorded?;
@@ -1142,51 +1126,27 @@ impl Entity {
     /// settled at up to four times their need.) The room follows the lead, so a lead that stays
     /// where it is costs nothing here.
     fn give_back_room(&mut self, lead: u64) {
-        let nb = self.bodies.len();
-        let ticks = (lead as usize)
-            .saturating_add(2)
-            .max(self.states.len() / nb);
-        if self.states.capacity() > 2 * ticks * nb {
-            self.states.shrink_to(ticks * nb);
-            self.tags.shrink_to(ticks * nb);
-            self.aabbs.shrink_to(ticks * nb);
-            if self.grouped {
-                self.islands.shrink_to(ticks);
-            } else {
-                self.anchors.shrink_to(ticks);
-            }
-        }
+        self.line.shrink_to((lead as usize).saturating_add(2));
     }
 
     /// Forgets what is older than GVT - 1 (final and never read again), and the room of a
     /// longer `lead` than the one now.
     fn trim(&mut self, gvt: Tick, lead: u64) {
-        let nb = self.bodies.len();
-        let lvt = self.lvt();
-        let new_base = if self.base + 1 < gvt && self.base < lvt {
+        let (base, lvt) = (self.line.base(), self.lvt());
+        let new_base = if base + 1 < gvt && base < lvt {
             (gvt - 1).min(lvt)
         } else {
-            self.base
+            base
         };
-        let drop_ticks = (new_base - self.base) as usize;
-        self.base = new_base;
         while self.naps.front().is_some_and(|n| n.until <= new_base) {
             self.naps.pop_front();
         }
-        if drop_ticks > 0 {
-            let k = drop_ticks * nb;
-            self.states.drain(..k);
-            self.tags.drain(..k);
-            self.aabbs.drain(..k);
-            if self.grouped {
-                self.islands.drain(..drop_ticks);
-            } else {
-                self.anchors.drain(..drop_ticks);
-            }
+        if new_base > base {
+            self.line.trim(new_base);
             self.give_back_room(lead);
         }
         let keep = ContactKey {
-            tick: self.base,
+            tick: new_base,
             a: 0,
             b: 0,
         };
@@ -1290,18 +1250,18 @@ impl Entity {
         let mut entry: BTreeMap<BodyId, TvhtEntry> = BTreeMap::new();
         let mut islands = Vec::with_capacity(parents.len());
         for p in parents {
-            let i = p.at(t);
-            let isl = &p.islands[(t - p.base) as usize];
+            let isl = p.line.island(t);
             for (j, &body) in p.bodies.iter().enumerate() {
+                let at = p.line.at(rules, body, t, j);
                 entry.insert(
                     body,
                     TvhtEntry {
                         entity: p.id,
                         body,
                         tick: t,
-                        aabb: p.aabbs[i + j],
-                        state: p.states[i + j],
-                        tag: p.tags[i + j],
+                        aabb: at.aabb,
+                        state: at.state,
+                        tag: at.tag,
                         asleep: isl.asleep,
                     },
                 );
@@ -1330,15 +1290,13 @@ impl Entity {
             .iter()
             .map(|isl| {
                 let own: Vec<BodyState> = isl.bodies.iter().map(|&b| states[b as usize]).collect();
-                let mut e = Entity::make(isl.bodies.clone(), true, t, own, vec![isl.clone()]);
+                let mut e = Entity::make(isl.bodies.clone(), t, own, None, Some(isl.clone()));
                 debug_assert!(!isl.asleep, "a new group is awake");
                 e.started = true;
                 e.recorded = t + 1;
-                e.tags.clear();
-                for &b in &isl.bodies {
-                    let x = &entry[&b];
-                    e.aabbs.push_back(x.aabb);
-                    e.tags.push_back(x.tag);
+                for (j, b) in isl.bodies.iter().enumerate() {
+                    let x = &entry[b];
+                    e.line.set_tick(t, j, x.aabb, x.tag);
                 }
                 e
             })
@@ -1395,7 +1353,7 @@ impl Entity {
     /// The pairs of its contacts at its LVT between two of its bodies (the island graph's
     /// edges of a new group).
     pub fn edges(&self) -> Vec<(BodyId, BodyId)> {
-        self.islands.back().map_or_else(Vec::new, |i| {
+        self.line.last_island().map_or_else(Vec::new, |i| {
             i.warm
                 .iter()
                 .map(|(k, _): &(PairKey, _)| *k)

@@ -52,6 +52,7 @@ pub mod message;
 pub mod profile;
 pub mod reference;
 pub mod rules;
+pub mod timeline;
 pub mod tvht;
 
 /// Simulated time in ticks (the substep and rollback granularity).
