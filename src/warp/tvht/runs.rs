@@ -1,13 +1,11 @@
 //! # Runs: entries shared by buckets, counted by holds rather than by copies
 //!
-//! A run (see "Runs" in the [`tvht`](super) documentation) is one allocation of a body's
-//! entries at consecutive ticks, shared by every bucket its ticks' cells hash to. Something must
-//! say when it can be freed. An `Arc` says it by counting *copies* of the reference, and that
-//! was its cost: under the STM a section copies every bucket it names, so each copy bumped the
-//! count of every run the bucket held, and dropping the copy (or the version it replaced)
-//! took them back down. With two workers those counts live in cache lines the other core wrote
-//! last: three quarters of the samples of a bucket's copy were its `lock incq`, and a build that
-//! leaked the runs instead spent 8-15% less CPU time on `cylinders` and `parallel` 2000.
+//! A run (see `bucket.rs`) is one allocation of a body's entries at consecutive ticks, shared
+//! by every bucket its ticks' cells hash to. Something must say when it can be freed. An `Arc`
+//! says it by counting *copies* of the reference, and that is what makes it dear here: under
+//! the STM a section copies every bucket it names, so each copy would bump the count of every
+//! run the bucket holds, and dropping the copy (or the version it replaced) would take them
+//! back down; with two workers those counts live in cache lines the other core wrote last.
 //!
 //! So a run counts **holds**: the buckets that hold it in their current (committed) version,
 //! plus what the write request that made it reserved while the request runs. A [`RunRef`] is
