@@ -26,7 +26,7 @@
 //! the run's body and writer, inside its `bounds`; a run's entries never change after it is
 //! made. A body has at most one entry per tick in a bucket.
 
-use super::runs::RunRef;
+use super::runs::{Look, NewRun, RunRef};
 use super::sleep::{SleepContact, SleepRec};
 use super::{BodyId, EntityId, Tick, TvhtEntry};
 use crate::geometry::Aabb;
@@ -43,7 +43,7 @@ pub(super) struct ContactRec {
 /// holds them (see the module documentation). The entries themselves live in
 /// `entries`, shared by the run's copies in every bucket its ticks' cells hash to: entry `i`
 /// is at tick `first + i`, and this bucket holds it iff bit `i` of `present` is set.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Run {
     /// The writer of every entry of the run (so a write skips its own runs without reading
     /// an entry).
@@ -58,16 +58,24 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// Whether this bucket holds the run's entry at `tick`.
+    #[inline]
+    pub(super) fn has(&self, tick: Tick) -> bool {
+        let i = tick.wrapping_sub(self.first);
+        i < RUN_TICKS && self.present >> i & 1 == 1
+    }
+
     /// The entry at `tick`, if this bucket holds it.
     #[inline]
-    pub(super) fn at(&self, tick: Tick) -> Option<&TvhtEntry> {
-        let i = tick.wrapping_sub(self.first);
-        (i < RUN_TICKS && self.present >> i & 1 == 1).then(|| &self.entries.entries()[i as usize])
+    pub(super) fn at<'g>(&self, tick: Tick, look: &'g Look) -> Option<&'g TvhtEntry> {
+        self.has(tick)
+            .then(|| &self.entries.entries(look)[tick.wrapping_sub(self.first) as usize])
     }
 
     /// The entries this bucket holds, in tick order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        bits(self.present).map(|i| &self.entries.entries()[i])
+    pub(super) fn iter<'g>(&self, look: &'g Look) -> impl Iterator<Item = &'g TvhtEntry> + use<'g> {
+        let entries = self.entries.entries(look);
+        bits(self.present).map(move |i| &entries[i])
     }
 
     /// The bits of `present` at ticks `from ..= to`.
@@ -128,18 +136,29 @@ impl Bucket {
     }
 
     /// The entry of `body` at `tick`, if any.
-    pub(super) fn find(&self, body: BodyId, tick: Tick) -> Option<&TvhtEntry> {
+    pub(super) fn find<'g>(
+        &self,
+        body: BodyId,
+        tick: Tick,
+        look: &'g Look,
+    ) -> Option<&'g TvhtEntry> {
         self.runs
             .iter()
             .filter(|r| r.body == body)
-            .find_map(|r| r.at(tick))
+            .find_map(|r| r.at(tick, look))
     }
 
     /// The entries at ticks `from ..= to`.
-    pub(super) fn within(&self, from: Tick, to: Tick) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        self.runs
-            .iter()
-            .flat_map(move |r| r.held_within(from, to).map(|i| &r.entries.entries()[i]))
+    pub(super) fn within<'g>(
+        &self,
+        from: Tick,
+        to: Tick,
+        look: &'g Look,
+    ) -> impl Iterator<Item = &'g TvhtEntry> {
+        self.runs.iter().flat_map(move |r| {
+            let entries = r.entries.entries(look);
+            r.held_within(from, to).map(move |i| &entries[i])
+        })
     }
 
     /// The (tick, body) of every entry held of the bodies `bodies.0 ..= bodies.1` at ticks
@@ -160,8 +179,8 @@ impl Bucket {
     }
 
     /// Every entry held.
-    pub(super) fn entries(&self) -> impl Iterator<Item = &TvhtEntry> + '_ {
-        self.runs.iter().flat_map(|r| r.iter())
+    pub(super) fn entries<'g>(&self, look: &'g Look) -> impl Iterator<Item = &'g TvhtEntry> {
+        self.runs.iter().flat_map(move |r| r.iter(look))
     }
 
     /// How many entries are held.
@@ -172,12 +191,12 @@ impl Bucket {
             .sum()
     }
 
-    /// Holds the entries of `run` (a run of the request) whose bits are set in `mask`: sets
-    /// them in the bucket's copy of the run, adding the run if this bucket has none yet (then
-    /// returns true: a new hold). The section adds its runs last, so they are looked for from
-    /// the end.
-    pub(super) fn hold(&mut self, (run, bounds): (RunRef, Aabb), mask: u64) -> bool {
-        if let Some(r) = self.runs.iter_mut().rev().find(|r| r.entries == run) {
+    /// Holds the entries of `run` (a run of the request, whose [`Run::bounds`] are `bounds`)
+    /// whose bits are set in `mask`: sets them in the bucket's copy of the run, adding the run
+    /// if this bucket has none yet (then returns true: a new hold, one of those the request
+    /// reserved). The section adds its runs last, so they are looked for from the end.
+    pub(super) fn hold(&mut self, run: &NewRun, bounds: Aabb, mask: u64) -> bool {
+        if let Some(r) = self.runs.iter_mut().rev().find(|r| run.is(&r.entries)) {
             r.present |= mask;
             false
         } else {
@@ -188,7 +207,7 @@ impl Bucket {
                 body: first.body,
                 first: first.tick,
                 present: mask,
-                entries: run,
+                entries: run.share(),
             });
             true
         }
@@ -197,11 +216,7 @@ impl Bucket {
     /// Lets go of the entry of `body` at `tick` (which it holds); a run left empty goes to
     /// `dropped`.
     pub(super) fn release(&mut self, body: BodyId, tick: Tick, dropped: &mut Vec<RunRef>) {
-        if let Some(j) = self
-            .runs
-            .iter()
-            .position(|r| r.body == body && r.at(tick).is_some())
-        {
+        if let Some(j) = self.runs.iter().position(|r| r.body == body && r.has(tick)) {
             let r = &mut self.runs[j];
             r.present &= !(1 << (tick - r.first));
             if r.present == 0 {
@@ -211,11 +226,12 @@ impl Bucket {
     }
 }
 
-/// How many of `buckets` hold each run.
+/// How many of `buckets` hold each run (the keys are clones of the buckets' pointers: no
+/// holds).
 pub(super) fn holders(buckets: &[Bucket]) -> std::collections::HashMap<RunRef, usize> {
     let mut held = std::collections::HashMap::new();
     for r in buckets.iter().flat_map(|b| &b.runs) {
-        *held.entry(r.entries).or_default() += 1;
+        *held.entry(r.entries.clone()).or_default() += 1;
     }
     held
 }

@@ -36,11 +36,11 @@ impl Tvht {
         steps: &[Step<'_>],
     ) -> Result<Vec<Contact>, TvhtError> {
         let planned = self.plan_steps(steps, false, &mut WriteBuffers::default())?;
-        let out = self.section(&planned.keys, |view| {
+        let out = self.section(&planned.keys, |view, look| {
             for (s, ps) in planned.per_step(steps) {
                 for (b, p) in s.bodies.iter().zip(ps.iter().map(|&i| planned.plan(i))) {
                     for &k in planned.buckets(p) {
-                        match view.get(k).find(b.body, s.tick) {
+                        match view.get(k).find(b.body, s.tick, look) {
                             Some(e) if e.entity == entity => {
                                 if e.aabb != b.aabb {
                                     return Err(TvhtError::BoundsMismatch {
@@ -71,9 +71,10 @@ impl Tvht {
                             let c = bucket.contacts[i];
                             if c.tick == tick && (c.a == body || c.b == body) {
                                 let other = if c.a == body { c.b } else { c.a };
-                                let (Some(x), Some(y)) =
-                                    (bucket.find(body, tick), bucket.find(other, tick))
-                                else {
+                                let (Some(x), Some(y)) = (
+                                    bucket.find(body, tick, look),
+                                    bucket.find(other, tick, look),
+                                ) else {
                                     unreachable!("a contact record's entries share its bucket")
                                 };
                                 contacts.push(Contact::new(*x, *y));
@@ -114,7 +115,9 @@ impl Tvht {
             Ok((contacts, dropped))
         });
         out.map(|(mut c, dropped)| {
-            self.release_all(dropped);
+            // SAFETY: `dropped` is what the committed run of the section took out of its
+            // buckets (`Bucket::release`), once per bucket.
+            unsafe { self.release_all(dropped) };
             c.sort_unstable_by_key(Contact::key);
             c
         })

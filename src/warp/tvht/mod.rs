@@ -84,7 +84,7 @@ mod validate;
 mod write;
 
 use bucket::{Bucket, holders};
-use runs::Graveyard;
+use runs::{Graveyard, Look};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
 pub use write::WriteBuffers;
 
@@ -362,7 +362,10 @@ impl Drop for Tvht {
         let mut buckets = Vec::with_capacity(self.table.len());
         std::mem::replace(&mut self.table, empty).into_each(|b| buckets.push(b));
         for (r, n) in holders(&buckets) {
-            r.drop_holds_at_drop(n);
+            // SAFETY: `&mut self`: no other thread uses the table, and `buckets` are all of
+            // its buckets, taken out of it: `n` of them hold the run, and nothing else can
+            // reach it (a request borrows the table, so none is in flight).
+            unsafe { r.drop_holds_at_drop(n) };
         }
     }
 }
@@ -443,14 +446,28 @@ impl Tvht {
         self.floor.load(Ordering::Acquire)
     }
 
-    /// One section of the seam over `keys` (see the module documentation). In a test-only
-    /// `cfg(timewarp_broken)` build with `TIMEWARP_BROKEN=unguarded_tvht` it is deliberately
-    /// left unguarded (a negative control for the loom models, see `sync::broken`).
-    fn section<R>(&self, keys: &[usize], f: impl FnMut(&mut View<'_, Bucket>) -> R) -> R {
+    /// One section of the seam over `keys` (see the module documentation): `f` gets the
+    /// view of its buckets and the [`Look`] their runs' entries are read with, which cannot
+    /// leave the closure. In a test-only `cfg(timewarp_broken)` build with
+    /// `TIMEWARP_BROKEN=unguarded_tvht` it is deliberately left unguarded (a negative control
+    /// for the loom models, see `sync::broken`).
+    fn section<R>(
+        &self,
+        keys: &[usize],
+        mut f: impl FnMut(&mut View<'_, Bucket>, &Look) -> R,
+    ) -> R {
+        let mut guarded = |view: &mut View<'_, Bucket>| {
+            // SAFETY: this is the closure of a section over the buckets of `view` (locks held,
+            // or the STM attempt pinned since it read them), and `look` dies when it returns;
+            // in a `timewarp_broken` (loom) build it may run outside a guard, where no run is
+            // freed before the table is dropped (`Look::in_section`).
+            let look = unsafe { Look::in_section() };
+            f(view, &look)
+        };
         #[cfg(timewarp_broken)]
         if crate::sync::broken("unguarded_tvht") {
-            return self.table.section_unguarded(keys, f);
+            return self.table.section_unguarded(keys, guarded);
         }
-        self.table.section(keys, f)
+        self.table.section(keys, &mut guarded)
     }
 }

@@ -135,7 +135,7 @@ impl Tvht {
         let mut keys = Vec::new();
         let ranges = self.plan_sleep(from, bodies, Some((from, to)), &mut keys)?;
         let (sleep, main) = ranges.split_at(bodies.len());
-        let out = self.section(&keys, |view| {
+        let out = self.section(&keys, |view, look| {
             // Check first: no entry or record of these bodies at these ticks, and a record to
             // extend keeps its box.
             for (b, ks) in bodies.iter().zip(sleep) {
@@ -172,7 +172,7 @@ impl Tvht {
             let mut last = to;
             for (j, (b, ks)) in bodies.iter().zip(main).enumerate() {
                 for &k in &keys[ks.clone()] {
-                    for x in view.get(k).within(from, last) {
+                    for x in view.get(k).within(from, last, look) {
                         // `last` may fall during the scan: entries after it are not needed.
                         if x.tick <= last
                             && x.entity != entity
@@ -249,7 +249,7 @@ impl Tvht {
         let sleep = self.plan_sleep(to, bodies, None, &mut keys)?;
         let mine =
             |r: &SleepRec, body: BodyId| r.entity == entity && r.body == body && r.tag == tag;
-        let out = self.section(&keys, |view| {
+        let out = self.section(&keys, |view, _| {
             for (b, ks) in bodies.iter().zip(&sleep) {
                 for &k in &keys[ks.clone()] {
                     match view.get(k).records.iter().find(|r| mine(r, b.body)) {

@@ -57,7 +57,9 @@ impl Bucket {
                 removed += old.count_ones() as usize;
                 r.present &= !old;
                 if r.present == 0 {
-                    dropped.push(r.entries);
+                    // The bucket's pointer, with its hold, leaves with the run (`retain_mut`
+                    // drops the run itself).
+                    dropped.push(r.entries.clone());
                 }
                 r.present != 0
             });
@@ -193,7 +195,9 @@ impl Tvht {
         let removed = keys
             .map(|k| self.prune_bucket(k, floor, &mut dropped))
             .sum();
-        self.release_all(dropped);
+        // SAFETY: `dropped` holds what each bucket's committed sweep took out of it
+        // (`prune_bucket`), once per bucket.
+        unsafe { self.release_all(dropped) };
         removed
     }
 
@@ -218,10 +222,16 @@ impl Tvht {
     }
 
     /// Lets go of the holds of the runs that a committed section dropped from its buckets.
-    pub(super) fn release_all(&self, dropped: Vec<RunRef>) {
+    ///
+    /// # Safety
+    /// Each of `dropped` is the pointer of a bucket that a committed section took the run out
+    /// of, once per such bucket (what its closure's last run returned): its hold is the
+    /// caller's to let go of ([`RunRef::release`]).
+    pub(super) unsafe fn release_all(&self, dropped: Vec<RunRef>) {
         let mut retired = Vec::new();
         for r in dropped {
-            r.release(&mut retired);
+            // SAFETY: the bucket's hold is ours (this function's contract).
+            unsafe { r.release(&mut retired) };
         }
         self.graveyard.retire_all(retired);
     }

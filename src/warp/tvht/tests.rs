@@ -7,6 +7,7 @@
 //! table to a sequential model, and the loom models in `loom-tests/` check it under
 //! concurrency.
 
+use super::runs::Snapshot;
 use super::*;
 use crate::geometry::Aabb;
 use glam::{Quat, Vec3};
@@ -404,8 +405,12 @@ fn the_ledger_sweeps_what_writes_and_naps_leave_behind() {
             assert_eq!(t.floor(), floor);
             // Nothing is left from the slices wholly behind the floor (span 4).
             let start = floor & !3;
-            for b in t.table.snapshot() {
-                assert!(b.entries().all(|e| e.tick >= start), "{be:?} {floor}");
+            let snap = Snapshot::take(&t.table);
+            for b in snap.buckets() {
+                assert!(
+                    b.entries(snap.look()).all(|e| e.tick >= start),
+                    "{be:?} {floor}"
+                );
                 assert!(b.contacts.iter().all(|c| c.tick >= start));
                 assert!(b.records.iter().all(|r| r.until > start), "{be:?} {floor}");
                 assert!(b.woken.iter().all(|c| c.awake.tick >= start));
@@ -422,10 +427,15 @@ fn the_ledger_sweeps_what_writes_and_naps_leave_behind() {
         }
         assert!(met > 0, "body 1 met the sleep record on its way");
         t.prune_touched(1000);
-        assert!(t.table.snapshot().iter().all(|b| b.runs.is_empty()
-            && b.contacts.is_empty()
-            && b.records.is_empty()
-            && b.woken.is_empty()));
+        assert!(
+            Snapshot::take(&t.table)
+                .buckets()
+                .iter()
+                .all(|b| b.runs.is_empty()
+                    && b.contacts.is_empty()
+                    && b.records.is_empty()
+                    && b.woken.is_empty())
+        );
         assert_eq!(t.noted(), 0);
         t.validate_at_rest().unwrap();
     }
@@ -555,8 +565,8 @@ fn sleep_records_refuse_bad_requests_without_effect() {
     // Swept once it ends behind the floor.
     t.prune_before(6);
     assert_eq!(
-        t.table
-            .snapshot()
+        Snapshot::take(&t.table)
+            .buckets()
             .iter()
             .map(|b| b.records.len())
             .sum::<usize>(),

@@ -12,7 +12,7 @@
 //! (`runs.rs`, "Why a look at a run is safe").
 
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
-use super::runs::pin;
+use super::runs::Snapshot;
 use super::sleep::SleepRec;
 use super::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::primitive::Ordering;
@@ -23,9 +23,9 @@ impl Tvht {
     /// then body. A consistent snapshot.
     pub fn entries(&self) -> Vec<TvhtEntry> {
         let mut m = BTreeMap::new();
-        let _pin = pin();
-        for b in self.table.snapshot() {
-            for e in b.entries() {
+        let snap = Snapshot::take(&self.table);
+        for b in snap.buckets() {
+            for e in b.entries(snap.look()) {
                 m.insert((e.tick, e.body), *e);
             }
         }
@@ -36,7 +36,7 @@ impl Tvht {
     /// sorted. A consistent snapshot.
     pub fn contacts(&self) -> Vec<ContactKey> {
         let mut v = Vec::new();
-        for b in self.table.snapshot() {
+        for b in Snapshot::take(&self.table).buckets() {
             v.extend(b.contacts.iter().map(|c| ContactKey {
                 tick: c.tick,
                 a: c.a,
@@ -54,7 +54,11 @@ impl Tvht {
 
     /// Stored entry copies (one per distinct bucket of each entry): a measure of memory.
     pub fn stored_entries(&self) -> usize {
-        self.table.snapshot().iter().map(Bucket::len).sum()
+        Snapshot::take(&self.table)
+            .buckets()
+            .iter()
+            .map(Bucket::len)
+            .sum()
     }
 
     /// Room for entries and contact records held by the buckets (their vectors' capacities): the
@@ -89,16 +93,16 @@ impl Tvht {
 
     fn validate_with(&self, at_rest: bool) -> Result<(), TvhtError> {
         let swept = self.swept.load(Ordering::Acquire);
-        let _pin = pin();
-        let snap = self.table.snapshot();
+        let snapshot = Snapshot::take(&self.table);
+        let (snap, look) = (snapshot.buckets(), snapshot.look());
         if at_rest {
-            for (r, n) in holders(&snap) {
-                if r.holds() != n {
+            for (r, n) in holders(snap) {
+                if r.holds(look) != n {
                     return Err(TvhtError::Invalid(format!(
                         "a run of body {} from tick {} held by {n} buckets counts {} holds",
-                        r.entries()[0].body,
-                        r.entries()[0].tick,
-                        r.holds()
+                        r.entries(look)[0].body,
+                        r.entries(look)[0].tick,
+                        r.holds(look)
                     )));
                 }
             }
@@ -110,10 +114,10 @@ impl Tvht {
         for (k, b) in snap.iter().enumerate() {
             for r in &b.runs {
                 let good = r.present != 0
-                    && r.entries.entries().len() as u64 <= RUN_TICKS
-                    && (r.entries.entries().len() as u64 == RUN_TICKS
-                        || r.present >> r.entries.entries().len() == 0)
-                    && r.entries.entries().iter().enumerate().all(|(i, e)| {
+                    && r.entries.entries(look).len() as u64 <= RUN_TICKS
+                    && (r.entries.entries(look).len() as u64 == RUN_TICKS
+                        || r.present >> r.entries.entries(look).len() == 0)
+                    && r.entries.entries(look).iter().enumerate().all(|(i, e)| {
                         e.body == r.body
                             && e.tick == r.first + i as Tick
                             && e.entity == r.entity
@@ -126,7 +130,7 @@ impl Tvht {
                     ));
                 }
             }
-            let entries: Vec<&TvhtEntry> = b.entries().collect();
+            let entries: Vec<&TvhtEntry> = b.entries(look).collect();
             for (i, e) in entries.iter().copied().enumerate() {
                 if e.tick < swept {
                     return err(format!("entry {e:?} behind the swept floor {swept}"));
@@ -153,7 +157,8 @@ impl Tvht {
                 if r.tick < floor {
                     continue;
                 }
-                let (Some(x), Some(y)) = (b.find(r.a, r.tick), b.find(r.b, r.tick)) else {
+                let (Some(x), Some(y)) = (b.find(r.a, r.tick, look), b.find(r.b, r.tick, look))
+                else {
                     return err(format!("contact {r:?} in bucket {k} lacks an entry"));
                 };
                 if x.entity == y.entity || !x.aabb.overlaps(&y.aabb) || self.owner(x, y) != k {
@@ -199,7 +204,7 @@ impl Tvht {
         }
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
             copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
-        self.validate_sleep(&snap, floor, &live)
+        self.validate_sleep(snap, floor, &live)
     }
 
     /// The sleep records' invariants: each live record is in exactly the sleep buckets of its

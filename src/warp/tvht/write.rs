@@ -26,7 +26,7 @@
 
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, Run};
 use super::plan::{Plan, Planned};
-use super::runs::{Graveyard, RunRef};
+use super::runs::{Graveyard, Look, NewRun};
 use super::sleep::SleepContact;
 use super::{BodyEntry, BodyId, Contact, EntityId, Step, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::geometry::Aabb;
@@ -43,7 +43,7 @@ pub struct WriteBuffers {
     slots: Vec<(usize, usize)>,
     open_runs: Vec<(usize, BodyId, Tick)>,
     open: Vec<usize>,
-    runs: Vec<RunRef>,
+    runs: Vec<NewRun>,
     bounds: Vec<Aabb>,
 }
 
@@ -64,9 +64,10 @@ impl WriteBuffers {
 /// A write request's entries in runs (see `bucket.rs`): each body's
 /// entries at consecutive ticks, at most [`RUN_TICKS`] of them, share one allocation. Each
 /// run is made with a hold for the request and one for each bucket of its section (see
-/// `runs.rs`); the request settles them when dropped, by what its committed section put.
+/// `runs.rs`); the request settles them when dropped, by what its committed section put. Its
+/// entries are read through the request's own holds, with no `Look`.
 pub(super) struct Runs<'g> {
-    pub(super) runs: Vec<RunRef>,
+    pub(super) runs: Vec<NewRun>,
     /// Holds reserved per run: the section's buckets.
     pub(super) reserved: usize,
     /// Per run, the buckets that took it in the committed section (empty until it commits).
@@ -82,10 +83,11 @@ pub(super) struct Runs<'g> {
 }
 
 impl Runs<'_> {
-    /// The run (with its bounds) and index of the `j`th entry of the request.
-    fn slot(&self, j: usize) -> ((RunRef, Aabb), usize) {
+    /// The `j`th entry of the request.
+    #[inline]
+    fn entry(&self, j: usize) -> &TvhtEntry {
         let (r, i) = self.slots[j];
-        ((self.runs[r], self.bounds[r]), i)
+        &self.runs[r].entries()[i]
     }
 }
 
@@ -94,7 +96,11 @@ impl Runs<'_> {
     fn settle(&mut self) {
         for (i, r) in self.runs.drain(..).enumerate() {
             let taken = self.taken.get(i).map_or(0, |&n| n as usize);
-            r.settle(self.reserved, taken, self.graveyard);
+            // SAFETY: each run was made with `self.reserved` holds (`runs_of`), and `taken` is
+            // set only from what the committed section's `Holds` counted: the buckets that
+            // took the run, each once (`Bucket::hold`); empty, as for a refused request, is
+            // none.
+            unsafe { r.settle(self.reserved, taken, self.graveyard) };
         }
     }
 
@@ -182,7 +188,7 @@ fn runs_of<'g>(
         // One body at every step (every entity without contact groups): the request is its
         // run, in order, with no places to look up (the general path below costs 2% more of
         // a `parallel` run's instructions).
-        runs.push(RunRef::new((0..n).map(|i| entry(i, 0)).collect(), reserved));
+        runs.push(NewRun::new((0..n).map(|i| entry(i, 0)).collect(), reserved));
     } else {
         // Each run's (step, place) pairs, runs one after another.
         let mut at: Vec<usize> = Vec::with_capacity(open_runs.len() + 1);
@@ -202,7 +208,7 @@ fn runs_of<'g>(
             }
         }
         runs.extend(at.windows(2).map(|w| {
-            RunRef::new(
+            NewRun::new(
                 places[w[0]..w[1]]
                     .iter()
                     .map(|&(i, j)| entry(i, j))
@@ -214,7 +220,7 @@ fn runs_of<'g>(
     bufs.open_runs = open_runs;
     bufs.open = open;
     let mut bounds = emptied(&mut bufs.bounds);
-    bounds.extend(runs.iter().map(|r: &RunRef| {
+    bounds.extend(runs.iter().map(|r: &NewRun| {
         r.entries()
             .iter()
             .map(|e| e.aabb)
@@ -307,7 +313,7 @@ impl Holds {
         planned: &Planned,
     ) {
         for &at in planned.slots(planned.plan(p)) {
-            if view.at_mut(at).hold((runs.runs[r], runs.bounds[r]), mask) {
+            if view.at_mut(at).hold(&runs.runs[r], runs.bounds[r], mask) {
                 self.added[r] += 1;
             }
         }
@@ -462,7 +468,7 @@ impl Tvht {
         let floor = self.floor();
         let reserved = planned.sorted.len();
         let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard), bufs);
-        let out = self.section(&planned.sorted, |view| {
+        let out = self.section(&planned.sorted, |view, look| {
             // Check everything before changing anything: one pass over each bucket, which
             // also learns whether any holds a sleep record (most sections meet none: then
             // no step need look for them).
@@ -519,7 +525,7 @@ impl Tvht {
             let (mut at, mut met) = (0, Vec::new());
             for (i, (s, ps)) in planned.per_step(steps).enumerate() {
                 let found = self.write_one(
-                    view,
+                    (view, look),
                     entity,
                     s,
                     ps,
@@ -542,7 +548,9 @@ impl Tvht {
             // The section committed: its runs' holds settle by what the buckets took; let go
             // of the holds of the runs it dropped.
             runs.taken = added;
-            self.release_all(dropped);
+            // SAFETY: `dropped` is what the committed run of the section took out of its
+            // buckets (`Bucket::prune`), once per bucket.
+            unsafe { self.release_all(dropped) };
             if n > 0 {
                 // The buckets the written steps put entries in, and, if they met sleep
                 // records, the sleep buckets they may have put their contacts in.
@@ -567,7 +575,7 @@ impl Tvht {
     #[allow(clippy::too_many_arguments)]
     fn write_one(
         &self,
-        view: &mut View<'_, Bucket>,
+        (view, look): (&mut View<'_, Bucket>, &Look),
         entity: EntityId,
         s: &Step<'_>,
         plans: &[u32],
@@ -578,8 +586,7 @@ impl Tvht {
         let mut contacts = Vec::new();
         for (j, &pi) in plans.iter().enumerate() {
             let p = planned.plan(pi);
-            let (run, i) = runs.slot(from + j);
-            let me = &run.0.entries()[i];
+            let me = runs.entry(from + j);
             holds.add(view, (j, pi), (runs, runs.slots[from + j]), planned);
             // A quiet plan's buckets have nothing to meet: no need to look at them.
             let (keys, slots) = if others.quiet(p) {
@@ -594,7 +601,10 @@ impl Tvht {
                 }
                 let first = contacts.len();
                 let bucket = view.at(at);
-                for x in meets.iter().filter_map(|&r| bucket.runs[r].at(s.tick)) {
+                for x in meets
+                    .iter()
+                    .filter_map(|&r| bucket.runs[r].at(s.tick, look))
+                {
                     if x.aabb.overlaps(&me.aabb) {
                         let xl = self.lo_of(&x.aabb);
                         let owner = [p.lo[0].max(xl[0]), p.lo[1].max(xl[1]), p.lo[2].max(xl[2])];
