@@ -22,7 +22,7 @@
 //! | file | the idea |
 //! |---|---|
 //! | `mod.rs` | the table, its configuration, its entries, contacts and errors, the section |
-//! | `cells.rs` | where a box goes: cells, time slices, the hash to a bucket, the owner cell of a pair |
+//! | `cells.rs` | where a box goes: cells, time slices, the hash to a bucket, a pair's owner cell |
 //! | `bucket.rs` | what a bucket holds: runs of entries, contact records, sleep records |
 //! | `runs.rs` | when a run's shared allocation is freed, and why a look at it is safe |
 //! | `plan.rs` | which buckets a request names, checked before its section |

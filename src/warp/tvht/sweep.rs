@@ -1,9 +1,10 @@
 //! # Reclamation: the floor, the ledger and the sweeps
 //!
-//! Entries and contacts before GVT are final and never read again (seed 000, Section 4: the
-//! table keeps what may still be rolled back). The table has a **floor**, raised by the engine
-//! as GVT advances and never lowered; writes below it are refused, and everything below it may
-//! be reclaimed.
+//! Entries and contacts before GVT are final and never read again: "states prior to GVT can
+//! be safely deleted" (seed 000, Koenig, Karamouzas and Guy, Section 3 and its Figure 2; GVT
+//! is "the primary mechanism for garbage collection"). The table has a **floor**, raised by
+//! the engine as GVT advances and never lowered; writes below it are refused, and everything
+//! below it may be reclaimed.
 //!
 //! Every write and every nap notes the buckets it changed in a **ledger**, under the time
 //! slice of the newest tick it put there; [`Tvht::prune_touched`] raises the floor and sweeps
