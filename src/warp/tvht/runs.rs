@@ -1,22 +1,21 @@
 //! # Runs: entries shared by buckets, counted by holds rather than by copies
 //!
-//! A run (see "Runs" in the [`tvht`](super) documentation) is one allocation of a body's
-//! entries at consecutive ticks, shared by every bucket its ticks' cells hash to. Something must
-//! say when it can be freed. An `Arc` says it by counting *copies* of the reference, and that
-//! was its cost: under the STM a section copies every bucket it names, so each copy bumped the
-//! count of every run the bucket held, and dropping the copy (or the version it replaced)
-//! took them back down. With two workers those counts live in cache lines the other core wrote
-//! last: three quarters of the samples of a bucket's copy were its `lock incq`, and a build that
-//! leaked the runs instead spent 8-15% less CPU time on `cylinders` and `parallel` 2000.
+//! A run (see `bucket.rs`) is one allocation of a body's entries at consecutive ticks, shared
+//! by every bucket its ticks' cells hash to. Something must say when it can be freed. An `Arc`
+//! says it by counting *copies* of the reference, and that is what makes it dear here: under
+//! the STM a section copies every bucket it names, so each copy would bump the count of every
+//! run the bucket holds, and dropping the copy (or the version it replaced) would take them
+//! back down; with two workers those counts live in cache lines the other core wrote last.
 //!
 //! So a run counts **holds**: the buckets that hold it in their current (committed) version,
 //! plus what the write request that made it reserved while the request runs. A [`RunRef`] is
-//! a plain pointer, copied for free with its bucket. Holds change only outside sections, after
-//! they commit, by what the section says it did. A request makes each run with one hold for
+//! a plain pointer, cloned for free with its bucket (a clone is not a hold: see "The types
+//! that carry it", below). Holds change only outside sections, after they commit, by what the
+//! section says it did. A request makes each run with one hold for
 //! itself and one for every bucket its section names (no bucket can take a run twice), so the
 //! count is never below the buckets that hold the run, however the section and others
 //! interleave; after the section it gives back what its buckets did not take and its own
-//! ([`RunRef::settle`]). A section that drops a run from a bucket (a delete clearing its last
+//! ([`NewRun::settle`]). A section that drops a run from a bucket (a delete clearing its last
 //! bit, a sweep behind the floor) returns it, and its caller lets go of that hold
 //! ([`RunRef::release`]). A section that runs several times (the STM) returns only what its
 //! last, committed run did, so each hold is counted once. When the count reaches zero the run
@@ -29,7 +28,8 @@
 //! ## Why a look at a run is safe
 //!
 //! Entries are read only through a bucket, in a section, or in a copy of the table taken while
-//! the thread is pinned ([`Tvht::validate`](super::Tvht::validate) and its kin pin first).
+//! the thread is pinned (a [`Snapshot`]), or by the request that made the run, through its own
+//! hold ([`NewRun`]).
 //!
 //! * *Locks.* A section holds the mutex of the bucket it looks in, so the bucket's hold on the
 //!   run stands until the section ends (dropping it needs the mutex, and letting go of the hold
@@ -43,6 +43,9 @@
 //!   before the attempt pinned, and an attempt pinned later reads only versions after them
 //!   (that is crossbeam-epoch's own contract for the replaced versions, which it frees the same
 //!   way).
+//! * *A snapshot.* The thread pins, then copies every bucket in one section (either case
+//!   above), and stays pinned while it reads the copies: a run retired after the pin is kept by
+//!   the epoch, and one retired before it was in no bucket version the copy read.
 //!
 //! The count never reaches zero while a bucket holds the run: until the request settles, the
 //! count is its own hold plus its reservation less the holds let go, and only a bucket that
@@ -54,9 +57,43 @@
 //! loom atomics, and the TVHT and rollback models check it at the end of every interleaving
 //! ([`Tvht::validate_at_rest`](super::Tvht::validate_at_rest): every run's count equals the
 //! buckets that hold it).
+//!
+//! ## The types that carry it
+//!
+//! The argument above is carried by types, after crossbeam-epoch, where a pointer loaded from
+//! an `Atomic` under a `&'g Guard` is a `Shared<'g, T>` whose referent cannot outlive the
+//! guard. Here the guard is a [`Look`], and a run's entries are borrowed against it:
+//! [`RunRef::entries`]`(&self, look: &'g Look) -> &'g [TvhtEntry]`. Only two things make a
+//! `Look`: a section, whose closure gets one from `Tvht::section` (locks held, or the STM
+//! attempt pinned, until the closure returns), and a [`Snapshot`], which pins the thread before
+//! it copies the buckets and keeps the pin as long as it lives. Its constructor is `unsafe` and
+//! is called there only, so a run's entries can be read only where "Why a look at a run is
+//! safe" holds, and a reference to them cannot leave the section's closure or outlive the
+//! snapshot; a `Look` is neither `Send` nor `Sync`, as the locks and the pin behind it belong
+//! to the thread. The run a write request makes is a [`NewRun`], which owns the request's
+//! hold, like crossbeam's `Owned`: its entries are borrowed from it, with no `Look`, and it is
+//! consumed when the request settles.
+//!
+//! What the types do not say is that the `RunRef` read with a `Look` came from the buckets
+//! that `Look` covers (crossbeam leaves the same to `unsafe` at `Shared::deref`; a generative
+//! brand tying each bucket to its section would not fit `Table<Bucket>`). It holds by the
+//! module's shape: a bucket is copied out of a section only by [`Snapshot::take`], and a
+//! `RunRef` lives only in a bucket, in a `NewRun` (private), among the keys `holders` counts
+//! from a snapshot's buckets (or the dropped table's), or on its way from a committed section
+//! to [`RunRef::release`], where it is not read.
+//!
+//! A [`RunRef`] is not `Copy`: taking one out of a bucket is a visible `clone`. It is `Clone`
+//! because the STM copies every bucket a section reads, runs and all, and that copy must stay
+//! a copy of words: so a clone is **not a hold**, and gives no right to read the run (that is
+//! the `Look`'s). Holds are counted apart, by the count in the run; the functions that let go
+//! of one ([`RunRef::release`], [`NewRun::settle`]) are `unsafe`, and each caller says whose
+//! hold it gives up.
 
 use super::TvhtEntry;
+use super::bucket::Bucket;
 use crate::primitive::{AtomicUsize, Ordering};
+use crate::sync::Table;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 /// A run's allocation: its entries and its holds.
@@ -65,9 +102,10 @@ struct RunData {
     entries: Box<[TvhtEntry]>,
 }
 
-/// A pointer to a run: copied with the buckets that hold it, counted by holds (see the module
-/// documentation), compared by address.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// A pointer to a run, as a bucket keeps it: compared by address, counted by holds (see the
+/// module documentation), its entries read only against a [`Look`]. A clone copies the pointer
+/// and is not a hold.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct RunRef(NonNull<RunData>);
 
 // SAFETY: a run's entries are immutable after it is made and its count is an atomic, so
@@ -84,64 +122,46 @@ impl std::fmt::Debug for RunRef {
 }
 
 impl RunRef {
-    /// A new run of `entries`, with one hold for its request and `reserved` for the buckets it
-    /// may be put in ([`RunRef::settle`] gives back what is not used).
-    pub(super) fn new(entries: Box<[TvhtEntry]>, reserved: usize) -> RunRef {
-        let data = Box::new(RunData {
-            holds: AtomicUsize::new(reserved + 1),
-            entries,
-        });
-        RunRef(NonNull::from(Box::leak(data)))
-    }
-
-    /// The run's entries.
+    /// The run's entries, for as long as `look` lives.
     #[inline]
-    pub(super) fn entries(&self) -> &[TvhtEntry] {
-        // SAFETY: `self` was reached through a bucket in a section, through a copy of the
-        // table taken while pinned, or through the request that holds a hold on it: in each
-        // case the run is not freed while the caller looks (module documentation, "Why a look
-        // at a run is safe"), and its entries are never written after `new`.
-        unsafe { &self.0.as_ref().entries }
+    pub(super) fn entries<'g>(&self, _look: &'g Look) -> &'g [TvhtEntry] {
+        // SAFETY: a `Look` lives only inside a section's closure, or in a `Snapshot` whose
+        // thread pinned before it copied the buckets, and `self` was reached through that
+        // section's buckets or that copy: so the run is not freed before the `Look` dies
+        // (module documentation, "Why a look at a run is safe"), and its entries are never
+        // written after `NewRun::new`.
+        unsafe { &(*self.0.as_ptr()).entries }
     }
 
     /// The holds counted now (for `validate`, at rest).
-    pub(super) fn holds(&self) -> usize {
-        // SAFETY: as in `entries`.
+    pub(super) fn holds(&self, _look: &Look) -> usize {
+        // SAFETY: as in `entries`: the run is allocated while `look` lives.
         unsafe { self.0.as_ref() }.holds.load(Ordering::Acquire)
-    }
-
-    /// The request's end: of `reserved` holds, `taken` went to buckets of its committed section
-    /// (none if it failed); gives back the rest and its own.
-    pub(super) fn settle(self, reserved: usize, taken: usize, graveyard: &Graveyard) {
-        debug_assert!(
-            taken <= reserved,
-            "more buckets took a run than its section named"
-        );
-        self.let_go_to(reserved - taken + 1, graveyard);
     }
 
     /// Lets go of one hold: a bucket's, dropped by a committed section. If it was the last,
     /// the run goes to `retired`, for [`Graveyard::retire_all`] (a section drops runs by the
     /// dozen: retired one by one, each was a pin and a flush of the epoch's bag, 3.5% of a
     /// `parallel` run's instructions).
-    pub(super) fn release(self, retired: &mut Vec<RunRef>) {
-        if self.let_go(1) {
+    ///
+    /// # Safety
+    /// The caller owns the hold it lets go of: `self` was taken out of a bucket by a section
+    /// that committed, once for each bucket that did so.
+    pub(super) unsafe fn release(self, retired: &mut Vec<RunRef>) {
+        // SAFETY: the caller owns the hold (this function's contract).
+        if unsafe { self.let_go(1) } {
             retired.push(self);
-        }
-    }
-
-    /// Lets go of `n` holds; the last one retires the run to `graveyard`.
-    fn let_go_to(self, n: usize, graveyard: &Graveyard) {
-        if self.let_go(n) {
-            graveyard.retire_all(vec![self]);
         }
     }
 
     /// Lets go of `n` holds; whether they were the last (the run is then the caller's to
     /// retire).
-    fn let_go(self, n: usize) -> bool {
-        // SAFETY: the caller owns the `n` holds it lets go of, so the count is at least `n` and
-        // the run allocated until this decrement.
+    ///
+    /// # Safety
+    /// The caller owns the `n` holds.
+    unsafe fn let_go(&self, n: usize) -> bool {
+        // SAFETY: the caller owns `n` holds, so the count is at least `n` and the run stays
+        // allocated until this decrement.
         let before = unsafe { self.0.as_ref() }
             .holds
             .fetch_sub(n, Ordering::AcqRel);
@@ -155,22 +175,82 @@ impl RunRef {
     /// No thread may look at the run again: its holds are all let go and every thread that
     /// might have reached it has unpinned (or, at the table's drop, no other thread exists).
     unsafe fn free(self) {
-        // SAFETY: the allocation came from `Box::leak` in `new` and, by the caller's contract,
-        // is freed once and never touched again.
+        // SAFETY: the allocation came from `Box::leak` in `NewRun::new` and, by the caller's
+        // contract, is freed once and never touched again.
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 
-    /// Frees the run at once if it is held by `n` buckets and nothing else: for the table's
-    /// drop, which owns every bucket and shares none of them.
-    pub(super) fn drop_holds_at_drop(self, n: usize) {
-        // SAFETY: at the drop no other thread exists, so the count is exactly the holds of
-        // the buckets being dropped and nobody looks at the run again after the last of them.
-        let before = unsafe { self.0.as_ref() }
-            .holds
-            .fetch_sub(n, Ordering::AcqRel);
-        if before == n {
-            // SAFETY: as above: the last hold is gone and no thread can reach the run.
+    /// Lets go of the holds of `n` buckets, and frees the run at once if they were the last:
+    /// for the table's drop.
+    ///
+    /// # Safety
+    /// The caller owns `n` buckets that hold the run, and no other thread can reach it: the
+    /// table is being dropped, and those are its buckets, taken out of it.
+    pub(super) unsafe fn drop_holds_at_drop(self, n: usize) {
+        // SAFETY: the caller owns the `n` buckets' holds (this function's contract).
+        if unsafe { self.let_go(n) } {
+            // SAFETY: the last hold is gone and no other thread can reach the run.
             unsafe { self.free() };
+        }
+    }
+}
+
+/// A run a write request made, until the request settles: it owns the request's own hold, so
+/// its entries are read with no [`Look`] (crossbeam's `Owned`, where [`RunRef`] is its
+/// `Shared`), and the holds reserved for the buckets of the request's section, which it lends
+/// them with [`NewRun::share`]. Not `Clone`: there is one per run, consumed by
+/// [`NewRun::settle`].
+pub(super) struct NewRun(RunRef);
+
+impl NewRun {
+    /// A new run of `entries`, with one hold for its request and `reserved` for the buckets it
+    /// may be put in ([`NewRun::settle`] gives back what is not used).
+    pub(super) fn new(entries: Box<[TvhtEntry]>, reserved: usize) -> NewRun {
+        let data = Box::new(RunData {
+            holds: AtomicUsize::new(reserved + 1),
+            entries,
+        });
+        NewRun(RunRef(NonNull::from(Box::leak(data))))
+    }
+
+    /// The run's entries.
+    #[inline]
+    pub(super) fn entries(&self) -> &[TvhtEntry] {
+        // SAFETY: `self` owns the request's hold until `settle` consumes it, so the count is at
+        // least one while `self` is borrowed and the run is not retired; its entries are never
+        // written after `new`.
+        unsafe { &self.0.0.as_ref().entries }
+    }
+
+    /// The pointer a bucket of the request's section keeps: one of the reserved holds, which
+    /// the bucket takes if the section commits ([`NewRun::settle`] counts it).
+    #[inline]
+    pub(super) fn share(&self) -> RunRef {
+        self.0.clone()
+    }
+
+    /// Whether a bucket's `r` is this run.
+    #[inline]
+    pub(super) fn is(&self, r: &RunRef) -> bool {
+        self.0 == *r
+    }
+
+    /// The request's end: of `reserved` holds, `taken` went to buckets of its committed section
+    /// (none if it failed); gives back the rest and its own.
+    ///
+    /// # Safety
+    /// `reserved` is what the run was made with, and `taken` counts the buckets that hold the
+    /// run in the committed versions of the request's section: no more than that (or a hold
+    /// still in a bucket would be let go of).
+    pub(super) unsafe fn settle(self, reserved: usize, taken: usize, graveyard: &Graveyard) {
+        debug_assert!(
+            taken <= reserved,
+            "more buckets took a run than its section named"
+        );
+        // SAFETY: the request's own hold is `self`'s, and of the `reserved` holds the
+        // buckets did not take, none is anyone else's (this function's contract).
+        if unsafe { self.0.let_go(reserved - taken + 1) } {
+            graveyard.retire_all(vec![self.0]);
         }
     }
 }
@@ -194,8 +274,9 @@ impl Graveyard {
         {
             let guard = crossbeam_epoch::pin();
             // SAFETY: the runs' last holds are gone, so no current bucket version holds them
-            // and no request does; a thread that can still reach one is pinned now (module
-            // documentation), and the epoch runs this only after every such thread unpinned.
+            // and no request does; a thread that can still reach one holds a `Look` and is
+            // pinned now (module documentation), and the epoch runs this only after every such
+            // thread unpinned.
             unsafe {
                 guard.defer_unchecked(move || {
                     for run in runs {
@@ -233,18 +314,81 @@ impl Drop for Graveyard {
     }
 }
 
+/// A look at runs: while it lives, no run that this thread reached through the table's
+/// buckets is freed (crossbeam's `Guard`, whose `&'g` bounds what is read). Made only inside a
+/// section ([`Look::in_section`], by `Tvht::section`) and by a [`Snapshot`]; neither `Send`
+/// nor `Sync`, like the pin or the locks that stand behind it.
+pub(super) struct Look {
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Look {
+    /// The look of a section's closure.
+    ///
+    /// # Safety
+    /// The caller is the closure of a section of the table's buckets, and the `Look` dies
+    /// before the closure returns: the section holds the mutex of every bucket it names
+    /// (locks), or its attempt read every named bucket pinned and stays pinned to its end
+    /// (STM). In a `timewarp_broken` build (test-only, always under loom) the closure may run
+    /// on copies outside any guard; under loom no run is freed before the table is dropped.
+    #[inline]
+    pub(super) unsafe fn in_section() -> Look {
+        Look {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+// `Look::in_section` leans on loom's graveyard where `timewarp_broken` takes the guard away.
+#[cfg(all(timewarp_broken, not(loom)))]
+compile_error!("`timewarp_broken` is a loom-only negative control (see `sync::broken`)");
+
 /// What keeps retired runs allocated while a thread reads a copy of the table outside a
 /// section (see "Why a look at a run is safe").
 #[cfg(not(loom))]
-pub(super) type Pin = crossbeam_epoch::Guard;
+type Pin = crossbeam_epoch::Guard;
 /// Under loom nothing is freed before the table is dropped: no pin is needed.
 #[cfg(loom)]
-pub(super) struct Pin;
+struct Pin;
 
 /// Pins the thread (see [`Pin`]).
-pub(super) fn pin() -> Pin {
+fn pin() -> Pin {
     #[cfg(not(loom))]
     return crossbeam_epoch::pin();
     #[cfg(loom)]
     Pin
+}
+
+/// A consistent copy of every bucket, taken with the thread pinned, and the pin: its runs can
+/// be read for as long as it lives ([`Snapshot::look`]).
+pub(super) struct Snapshot {
+    buckets: Vec<Bucket>,
+    look: Look,
+    _pin: Pin,
+}
+
+impl Snapshot {
+    /// Pins the thread, then copies every bucket of `table` in one section.
+    pub(super) fn take(table: &Table<Bucket>) -> Snapshot {
+        let pin = pin();
+        Snapshot {
+            buckets: table.snapshot(),
+            look: Look {
+                _not_send: PhantomData,
+            },
+            _pin: pin,
+        }
+    }
+
+    /// The copies, in key order.
+    pub(super) fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    /// The look its runs are read with: the thread was pinned before the copy was taken and
+    /// stays pinned while the snapshot lives, so a run retired since then is not freed, and
+    /// one retired before is in no version the copy read (module documentation).
+    pub(super) fn look(&self) -> &Look {
+        &self.look
+    }
 }

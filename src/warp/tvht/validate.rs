@@ -1,0 +1,325 @@
+//! # Looking at the whole table: snapshots and invariants
+//!
+//! For tests, loom models and the end of a run: consistent snapshots of every bucket (one
+//! section over all of them, which serialises with every other section), and the invariants of
+//! the table checked on one ([`Tvht::validate`]). Live entries (at or after the floor) are in
+//! exactly the buckets their boxes' cells hash to, with identical copies, each run well formed
+//! (`bucket.rs`); every live contact record sits in the owner bucket of two overlapping entries
+//! of different entities at its tick, once, and every such pair has its record ("Exactly once"
+//! in the module documentation of `tvht`); sleep records and their contacts keep their own
+//! rules (`sleep.rs`). At rest, with no request in flight, every run's count of holds equals
+//! the buckets that hold it (`runs.rs`). A snapshot's runs are read while the thread is pinned
+//! (`runs.rs`, "Why a look at a run is safe").
+
+use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
+use super::runs::Snapshot;
+use super::sleep::SleepRec;
+use super::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
+use crate::primitive::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+impl Tvht {
+    /// Every live entry (each once, whatever the number of cells it covers), sorted by tick
+    /// then body. A consistent snapshot.
+    pub fn entries(&self) -> Vec<TvhtEntry> {
+        let mut m = BTreeMap::new();
+        let snap = Snapshot::take(&self.table);
+        for b in snap.buckets() {
+            for e in b.entries(snap.look()) {
+                m.insert((e.tick, e.body), *e);
+            }
+        }
+        m.into_values().collect()
+    }
+
+    /// Every recorded contact (between entries, and between an entry and a sleep record),
+    /// sorted. A consistent snapshot.
+    pub fn contacts(&self) -> Vec<ContactKey> {
+        let mut v = Vec::new();
+        for b in Snapshot::take(&self.table).buckets() {
+            v.extend(b.contacts.iter().map(|c| ContactKey {
+                tick: c.tick,
+                a: c.a,
+                b: c.b,
+            }));
+            v.extend(b.woken.iter().map(|c| ContactKey {
+                tick: c.awake.tick,
+                a: c.awake.body.min(c.sleeper),
+                b: c.awake.body.max(c.sleeper),
+            }));
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// Stored entry copies (one per distinct bucket of each entry): a measure of memory.
+    pub fn stored_entries(&self) -> usize {
+        Snapshot::take(&self.table)
+            .buckets()
+            .iter()
+            .map(Bucket::len)
+            .sum()
+    }
+
+    /// Room for entries and contact records held by the buckets (their vectors' capacities): the
+    /// memory the table keeps, which must follow what it stores.
+    pub fn reserved(&self) -> usize {
+        (0..self.table.len())
+            .map(|k| {
+                self.table
+                    .read(k, |b| b.runs.capacity() + b.contacts.capacity())
+            })
+            .sum()
+    }
+
+    /// Checks the invariants on a consistent snapshot. Live entries (at or after the floor)
+    /// are in exactly the buckets their boxes' cells hash to, with identical copies; every live
+    /// contact record sits in the owner bucket of two overlapping entries of different
+    /// entities at its tick, once; every such pair has its record. Entries behind the floor
+    /// may be partly reclaimed ([`Tvht::prune_step`] sweeps a slice at a time), but none is
+    /// older than the floor of the last full sweep ([`Tvht::prune_before`]). Safe to call while
+    /// other threads use the table (a run's count of holds is not checked: it moves on after
+    /// the snapshot; [`Tvht::validate_at_rest`] checks it).
+    pub fn validate(&self) -> Result<(), TvhtError> {
+        self.validate_with(false)
+    }
+
+    /// [`Tvht::validate`], for a table at rest (no request in flight): every run's count of
+    /// holds is then exactly the buckets that hold it (see `runs.rs`): none was let go
+    /// too often (it would be freed while held) or too rarely (it would never be freed).
+    pub fn validate_at_rest(&self) -> Result<(), TvhtError> {
+        self.validate_with(true)
+    }
+
+    fn validate_with(&self, at_rest: bool) -> Result<(), TvhtError> {
+        let swept = self.swept.load(Ordering::Acquire);
+        let snapshot = Snapshot::take(&self.table);
+        let (snap, look) = (snapshot.buckets(), snapshot.look());
+        if at_rest {
+            for (r, n) in holders(snap) {
+                if r.holds(look) != n {
+                    return Err(TvhtError::Invalid(format!(
+                        "a run of body {} from tick {} held by {n} buckets counts {} holds",
+                        r.entries(look)[0].body,
+                        r.entries(look)[0].tick,
+                        r.holds(look)
+                    )));
+                }
+            }
+        }
+        let floor = self.floor();
+        let err = |s: String| Err(TvhtError::Invalid(s));
+        let mut copies: BTreeMap<(Tick, BodyId), (TvhtEntry, Vec<usize>)> = BTreeMap::new();
+        let mut records = BTreeSet::new();
+        for (k, b) in snap.iter().enumerate() {
+            for r in &b.runs {
+                let good = r.present != 0
+                    && r.entries.entries(look).len() as u64 <= RUN_TICKS
+                    && (r.entries.entries(look).len() as u64 == RUN_TICKS
+                        || r.present >> r.entries.entries(look).len() == 0)
+                    && r.entries.entries(look).iter().enumerate().all(|(i, e)| {
+                        e.body == r.body
+                            && e.tick == r.first + i as Tick
+                            && e.entity == r.entity
+                            && r.bounds.merge(&e.aabb) == r.bounds
+                    });
+                if !good {
+                    return err(format!(
+                        "malformed run of body {} from tick {} in bucket {k}",
+                        r.body, r.first
+                    ));
+                }
+            }
+            let entries: Vec<&TvhtEntry> = b.entries(look).collect();
+            for (i, e) in entries.iter().copied().enumerate() {
+                if e.tick < swept {
+                    return err(format!("entry {e:?} behind the swept floor {swept}"));
+                }
+                if e.tick < floor {
+                    continue;
+                }
+                if entries[..i]
+                    .iter()
+                    .any(|f| f.body == e.body && f.tick == e.tick)
+                {
+                    return err(format!("entry {e:?} twice in bucket {k}"));
+                }
+                let c = copies.entry((e.tick, e.body)).or_insert((*e, Vec::new()));
+                if c.0 != *e {
+                    return err(format!("copies differ: {:?} and {e:?}", c.0));
+                }
+                c.1.push(k);
+            }
+            for (i, r) in b.contacts.iter().enumerate() {
+                if r.tick < swept || r.a >= r.b || b.contacts[..i].contains(r) {
+                    return err(format!("bad or duplicate contact record {r:?} in {k}"));
+                }
+                if r.tick < floor {
+                    continue;
+                }
+                let (Some(x), Some(y)) = (b.find(r.a, r.tick, look), b.find(r.b, r.tick, look))
+                else {
+                    return err(format!("contact {r:?} in bucket {k} lacks an entry"));
+                };
+                if x.entity == y.entity || !x.aabb.overlaps(&y.aabb) || self.owner(x, y) != k {
+                    return err(format!(
+                        "contact {r:?} is not an owned overlap of bucket {k}"
+                    ));
+                }
+                if !records.insert(*r) {
+                    return err(format!("contact {r:?} recorded in two buckets"));
+                }
+            }
+            // Completeness: every owned overlapping pair here has a record.
+            for (i, x) in entries.iter().enumerate() {
+                for y in &entries[i + 1..] {
+                    if x.tick == y.tick
+                        && x.tick >= floor
+                        && x.entity != y.entity
+                        && x.aabb.overlaps(&y.aabb)
+                        && self.owner(x, y) == k
+                    {
+                        let r = ContactRec {
+                            tick: x.tick,
+                            a: x.body.min(y.body),
+                            b: x.body.max(y.body),
+                        };
+                        if !b.contacts.contains(&r) {
+                            return err(format!("overlap {r:?} in bucket {k} has no record"));
+                        }
+                    }
+                }
+            }
+        }
+        for ((tick, body), (e, buckets)) in &copies {
+            let want = match self.plan_buckets(*body, *tick, &e.aabb) {
+                Ok(p) => p,
+                Err(x) => return err(format!("stored entry {e:?} has a bad box: {x}")),
+            };
+            if *buckets != want {
+                return err(format!(
+                    "entry {e:?} is in buckets {buckets:?}, its cells hash to {want:?}"
+                ));
+            }
+        }
+        let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
+            copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
+        self.validate_sleep(snap, floor, &live)
+    }
+
+    /// The sleep records' invariants: each live record is in exactly the sleep buckets of its
+    /// cells, with identical copies; a body's records and entries never share a tick; every
+    /// sleep contact joins a live awake entry of another entity and a record at its tick, in
+    /// their owner cell's sleep bucket, once; every such overlapping pair has its contact.
+    fn validate_sleep(
+        &self,
+        snap: &[Bucket],
+        floor: Tick,
+        live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
+    ) -> Result<(), TvhtError> {
+        let err = |s: String| Err(TvhtError::Invalid(s));
+        type RecKey = (EntityId, BodyId, u64, Tick);
+        let mut recs: BTreeMap<RecKey, (SleepRec, Vec<usize>)> = BTreeMap::new();
+        let mut woken = BTreeSet::new();
+        for (k, b) in snap.iter().enumerate() {
+            if (k < self.buckets() || !self.sleep) && !(b.records.is_empty() && b.woken.is_empty())
+            {
+                return err(format!("bucket {k} of entries holds sleep records"));
+            }
+            for r in &b.records {
+                if r.from >= r.until {
+                    return err(format!("empty sleep record {r:?} in bucket {k}"));
+                }
+                if r.until <= floor {
+                    continue;
+                }
+                let c = recs
+                    .entry((r.entity, r.body, r.tag, r.from))
+                    .or_insert((*r, Vec::new()));
+                if c.0 != *r {
+                    return err(format!("sleep record copies differ: {:?} and {r:?}", c.0));
+                }
+                c.1.push(k);
+            }
+            for c in &b.woken {
+                let (tick, body) = (c.awake.tick, c.awake.body);
+                if tick < floor {
+                    continue;
+                }
+                if !woken.insert((tick, body, c.sleeper)) {
+                    return err(format!("sleep contact {c:?} recorded twice"));
+                }
+                let Some(r) = b.record(c.sleeper, tick) else {
+                    return err(format!(
+                        "sleep contact {c:?} in bucket {k} lacks its record"
+                    ));
+                };
+                if live.get(&(tick, body)) != Some(&c.awake)
+                    || c.awake.asleep
+                    || c.awake.entity == r.entity
+                    || !c.awake.aabb.overlaps(&r.aabb)
+                    || self.sleep_slot(self.owner_cell(&c.awake.aabb, &r.aabb)) != k
+                {
+                    return err(format!(
+                        "sleep contact {c:?} in bucket {k} is not an owned overlap of a live \
+                         awake entry with {r:?}"
+                    ));
+                }
+            }
+        }
+        let mut by_tick: BTreeMap<Tick, Vec<&TvhtEntry>> = BTreeMap::new();
+        for ((tick, _), e) in live {
+            by_tick.entry(*tick).or_default().push(e);
+        }
+        let mut spans: BTreeMap<BodyId, Vec<(Tick, Tick)>> = BTreeMap::new();
+        for (r, buckets) in recs.values() {
+            let mut want = Vec::new();
+            match self.plan_sleep(
+                r.from,
+                &[BodyEntry {
+                    body: r.body,
+                    aabb: r.aabb,
+                    state: r.state,
+                    asleep: true,
+                }],
+                None,
+                &mut want,
+            ) {
+                Ok(_) => {}
+                Err(x) => return err(format!("sleep record {r:?} has a bad box: {x}")),
+            }
+            if *buckets != want {
+                return err(format!(
+                    "sleep record {r:?} is in buckets {buckets:?}, its cells hash to {want:?}"
+                ));
+            }
+            spans.entry(r.body).or_default().push((r.from, r.until));
+            for (&tick, es) in by_tick.range(r.from.max(floor)..r.until) {
+                for e in es {
+                    if e.body == r.body {
+                        return err(format!(
+                            "body {} has an entry and a sleep record at {tick}",
+                            r.body
+                        ));
+                    }
+                    if !e.asleep
+                        && e.entity != r.entity
+                        && e.aabb.overlaps(&r.aabb)
+                        && !woken.contains(&(tick, e.body, r.body))
+                    {
+                        return err(format!(
+                            "entry {e:?} meets sleep record {r:?} with no sleep contact"
+                        ));
+                    }
+                }
+            }
+        }
+        for (body, mut s) in spans {
+            s.sort_unstable();
+            if s.windows(2).any(|w| w[1].0 < w[0].1) {
+                return err(format!("body {body} has overlapping sleep records {s:?}"));
+            }
+        }
+        Ok(())
+    }
+}
