@@ -672,6 +672,20 @@ impl Rules {
     }
 }
 
+/// The TVHT asks a span's state and box at a tick of the rules (rules 4 and 1): the table then
+/// refines a span record to the tick exactly as the engine computes the body there.
+impl super::tvht::Flight for Rules {
+    #[inline]
+    fn state(&self, _body: super::BodyId, anchor: &Anchor, tick: Tick) -> BodyState {
+        self.flight(anchor, tick)
+    }
+
+    #[inline]
+    fn aabb(&self, body: super::BodyId, state: &BodyState) -> Aabb {
+        Rules::aabb(self, body as usize, state)
+    }
+}
+
 /// What a body's flight from one anchor sweeps over a span of ticks `from..=to` (rule 1 over
 /// a span, [`Rules::span`]): a box around its shape's box at every tick, the extremes of its
 /// per-tick displacement `v dt`, and its fastest speed, each conservative in f32 (a slack of

@@ -3,8 +3,9 @@
 //! A bucket (seed 000, Section 4) holds what the (cell, slice) pairs hashed to it hold: the
 //! entries of bodies whose boxes cover those cells at those ticks, and the **contact records**
 //! owned by those cells (see "Exactly once" in the module documentation of `tvht`). In the
-//! table's second half, a sleep bucket holds the sleep records of the cells hashed to it and
-//! their contacts with awake entries (`sleep.rs`).
+//! table's second half, the *record half*, a bucket holds the records of the cells hashed to
+//! it: sleep records and their contacts with awake entries (`sleep.rs`), span records and the
+//! contacts of spans its cells own (`span.rs`).
 //!
 //! An entry is stored in the bucket of every cell its box covers (3.4 cells on average with
 //! the default cell size), and a bucket holds a whole time slice of every body in its cells,
@@ -28,7 +29,8 @@
 
 use super::runs::{Look, NewRun, RunRef};
 use super::sleep::{SleepContact, SleepRec};
-use super::{BodyId, EntityId, Tick, TvhtEntry};
+use super::span::SpanRec;
+use super::{BodyId, Contact, EntityId, Tick, TvhtEntry};
 use crate::geometry::Aabb;
 
 /// A contact record, kept in the owner cell's bucket.
@@ -125,6 +127,10 @@ pub(super) struct Bucket {
     pub(super) contacts: Vec<ContactRec>,
     pub(super) records: Vec<SleepRec>,
     pub(super) woken: Vec<SleepContact>,
+    /// In the record half: the span records of the cells hashed to it (`span.rs`), and the
+    /// contacts of spans it owns.
+    pub(super) spans: Vec<SpanRec>,
+    pub(super) met: Vec<Contact>,
 }
 
 impl Bucket {
@@ -133,6 +139,17 @@ impl Bucket {
         self.records
             .iter()
             .find(|r| r.body == body && r.covers(tick))
+    }
+
+    /// Whether `body` has a sleep record or a span covering a tick of `from..=to`.
+    pub(super) fn recorded(&self, body: BodyId, from: Tick, to: Tick) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.body == body && r.from <= to && r.until > from)
+            || self
+                .spans
+                .iter()
+                .any(|s| s.body == body && s.from <= to && s.until > from)
     }
 
     /// The entry of `body` at `tick`, if any.

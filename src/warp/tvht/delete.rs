@@ -87,6 +87,20 @@ impl Tvht {
                     }
                     for &k in planned.sleep_buckets(p) {
                         let (body, tick) = (b.body, s.tick);
+                        let ours = |c: &Contact| {
+                            c.tick() == tick
+                                && ((c.a.entity == entity && c.a.body == body)
+                                    || (c.b.entity == entity && c.b.body == body))
+                        };
+                        if view.get(k).met.iter().any(ours) {
+                            view.get_mut(k).met.retain(|c| {
+                                let gone = ours(c);
+                                if gone {
+                                    contacts.push(*c);
+                                }
+                                !gone
+                            });
+                        }
                         if !view
                             .get(k)
                             .woken

@@ -29,6 +29,7 @@
 //! | `write.rs` | a write: its runs, and the contacts it finds (Algorithm 6) |
 //! | `delete.rs` | a delete and the contacts it gives back (Algorithm 7) |
 //! | `sleep.rs` | sleep records: sleep and wake |
+//! | `span.rs` | span records: a body's flight over many ticks, refined to the tick |
 //! | `sweep.rs` | reclamation behind GVT: the floor, the ledger, the sweeps |
 //! | `validate.rs` | snapshots of the whole table and the invariants checked on them |
 //! | `tests.rs` | the unit tests of the table's behaviour |
@@ -76,6 +77,7 @@ mod delete;
 mod plan;
 mod runs;
 mod sleep;
+mod span;
 mod sweep;
 // Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
 #[cfg(all(test, not(loom)))]
@@ -85,6 +87,7 @@ mod write;
 
 use bucket::{Bucket, holders};
 use runs::{Graveyard, Look};
+pub use span::{Flight, SpanEntry};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
 pub use write::WriteBuffers;
 
@@ -347,6 +350,8 @@ pub struct Tvht {
     graveyard: Graveyard,
     /// The floor of the last full sweep: no entry is older (checked by `validate`).
     swept: AtomicU64,
+    /// How span records fly (`span.rs`); without one the table keeps no spans.
+    flight: Option<std::sync::Arc<dyn Flight>>,
 }
 
 impl Drop for Tvht {
@@ -413,7 +418,20 @@ impl Tvht {
             drained: AtomicU64::new(0),
             graveyard: Graveyard::default(),
             swept: AtomicU64::new(0),
+            flight: None,
         })
+    }
+
+    /// The same table, keeping span records that fly by `flight` (`span.rs`); it needs the
+    /// record half ([`TvhtConfig::sleep_records`]).
+    pub fn with_flight(mut self, flight: std::sync::Arc<dyn Flight>) -> Result<Tvht, TvhtError> {
+        if !self.sleep {
+            return Err(TvhtError::Config(
+                "span records need the table's record half (sleep_records)".into(),
+            ));
+        }
+        self.flight = Some(flight);
+        Ok(self)
     }
 
     /// The backend guarding the buckets.

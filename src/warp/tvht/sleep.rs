@@ -22,6 +22,7 @@
 
 use super::cells::cells;
 use super::plan::push_distinct;
+use super::span::{involves, record_meets_spans};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
@@ -140,6 +141,17 @@ impl Tvht {
             // extend keeps its box.
             for (b, ks) in bodies.iter().zip(sleep) {
                 for &k in &keys[ks.clone()] {
+                    if let Some(s) = view
+                        .get(k)
+                        .spans
+                        .iter()
+                        .find(|s| s.body == b.body && s.from <= to && s.until > from)
+                    {
+                        return Err(TvhtError::Duplicate {
+                            body: b.body,
+                            tick: s.from.max(from),
+                        });
+                    }
                     for r in view.get(k).records.iter().filter(|r| r.body == b.body) {
                         if r.from <= to && r.until > from {
                             return Err(TvhtError::Duplicate {
@@ -189,7 +201,38 @@ impl Tvht {
                     }
                 }
             }
-            let mut found = Vec::with_capacity(met.len());
+            // The spans these records meet, refined to the tick, each pair in its owner
+            // cell's record-half bucket; the first tick with any contact stops them too.
+            let mut flown: Vec<(Contact, usize)> = Vec::new();
+            if let Some(flight) = self.flight.as_deref() {
+                for (b, ks) in bodies.iter().zip(sleep) {
+                    let probe = SleepRec {
+                        entity,
+                        body: b.body,
+                        from,
+                        until: to + 1,
+                        aabb: b.aabb,
+                        state: b.state,
+                        tag,
+                    };
+                    for &k in &keys[ks.clone()] {
+                        let spans = &view.get(k).spans;
+                        for c in record_meets_spans(self, flight, &probe, spans, k, last) {
+                            if c.tick() < last {
+                                last = c.tick();
+                                met.clear();
+                                flown.retain(|(c, _)| c.tick() <= last);
+                            }
+                            if c.tick() <= last {
+                                flown.push((c, k));
+                            }
+                        }
+                    }
+                }
+            }
+            flown.retain(|(c, _)| c.tick() <= last);
+            met.retain(|(x, _)| x.tick <= last);
+            let mut found = Vec::with_capacity(met.len() + flown.len());
             for (b, ks) in bodies.iter().zip(sleep) {
                 let rec = SleepRec {
                     entity,
@@ -222,6 +265,10 @@ impl Tvht {
                     awake: x,
                     sleeper: b.body,
                 });
+            }
+            for (c, k) in flown {
+                view.get_mut(k).met.push(c);
+                found.push(c);
             }
             Ok((last, found))
         });
@@ -280,6 +327,13 @@ impl Tvht {
                         continue;
                     }
                     let bucket = view.get_mut(k);
+                    bucket.met.retain(|c| {
+                        let gone = involves(c, entity, b.body, to);
+                        if gone {
+                            contacts.push(*c);
+                        }
+                        !gone
+                    });
                     bucket.woken.retain(|c| {
                         let gone =
                             c.sleeper == b.body && c.awake.tick >= to && r.covers(c.awake.tick);

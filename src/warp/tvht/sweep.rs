@@ -68,6 +68,8 @@ impl Bucket {
         self.contacts.retain(|c| c.tick >= floor);
         self.records.retain(|r| r.until > floor);
         self.woken.retain(|c| c.awake.tick >= floor);
+        self.spans.retain(|s| s.until > floor);
+        self.met.retain(|c| c.tick() >= floor);
         // A bucket serves different (cell, slice) pairs over a run: room kept for a crowded
         // cell of one slice would stay with it, and in time every bucket would keep the room
         // of the most crowded cell ever hashed to it. (Found: with the lock backend, which
@@ -78,6 +80,8 @@ impl Bucket {
         shrink(&mut self.contacts);
         shrink(&mut self.records);
         shrink(&mut self.woken);
+        shrink(&mut self.spans);
+        shrink(&mut self.met);
         removed
     }
 
@@ -88,6 +92,8 @@ impl Bucket {
             || self.contacts.iter().any(|c| c.tick < floor)
             || self.records.iter().any(|r| r.until <= floor)
             || self.woken.iter().any(|c| c.awake.tick < floor)
+            || self.spans.iter().any(|s| s.until <= floor)
+            || self.met.iter().any(|c| c.tick() < floor)
     }
 }
 

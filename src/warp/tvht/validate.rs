@@ -14,6 +14,7 @@
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
 use super::runs::Snapshot;
 use super::sleep::SleepRec;
+use super::span::SpanRec;
 use super::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::primitive::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,7 +205,8 @@ impl Tvht {
         }
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
             copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
-        self.validate_sleep(snap, floor, &live)
+        self.validate_sleep(snap, floor, &live)?;
+        self.validate_spans(snap, floor, &live)
     }
 
     /// The sleep records' invariants: each live record is in exactly the sleep buckets of its
@@ -318,6 +320,158 @@ impl Tvht {
             s.sort_unstable();
             if s.windows(2).any(|w| w[1].0 < w[0].1) {
                 return err(format!("body {body} has overlapping sleep records {s:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The span records' invariants (`span.rs`): each live span is in exactly the record-half
+    /// buckets of its box's cells, with identical copies; a body has at a tick one entry, sleep
+    /// record or span, never two; every contact of a span joins a live span and a live entry,
+    /// sleep record or span of another entity whose boxes at its tick overlap, in their owner
+    /// cell's record-half bucket, once; every such pair at a common live tick has its contact.
+    fn validate_spans(
+        &self,
+        snap: &[Bucket],
+        floor: Tick,
+        live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
+    ) -> Result<(), TvhtError> {
+        let err = |s: String| Err(TvhtError::Invalid(s));
+        type Key = (EntityId, BodyId, u64, Tick);
+        let mut spans: BTreeMap<Key, (SpanRec, Vec<usize>)> = BTreeMap::new();
+        let mut sleepers: BTreeMap<Key, SleepRec> = BTreeMap::new();
+        for (k, b) in snap.iter().enumerate() {
+            if (k < self.buckets() || self.flight.is_none())
+                && !(b.spans.is_empty() && b.met.is_empty())
+            {
+                return err(format!("bucket {k} holds span records it cannot hold"));
+            }
+            for r in b.records.iter().filter(|r| r.until > floor) {
+                sleepers.insert((r.entity, r.body, r.tag, r.from), *r);
+            }
+            for s in &b.spans {
+                if s.from >= s.until {
+                    return err(format!("empty span {s:?} in bucket {k}"));
+                }
+                if s.until <= floor {
+                    continue;
+                }
+                let c = spans
+                    .entry((s.entity, s.body, s.tag, s.from))
+                    .or_insert((*s, Vec::new()));
+                if c.0 != *s {
+                    return err(format!("span copies differ: {:?} and {s:?}", c.0));
+                }
+                c.1.push(k);
+            }
+        }
+        let Some(flight) = self.flight.as_deref() else {
+            return Ok(());
+        };
+        // Where each span is, and that it shares no tick with its body's other presences.
+        let mut taken: BTreeMap<BodyId, Vec<(Tick, Tick)>> = BTreeMap::new();
+        for r in sleepers.values() {
+            taken.entry(r.body).or_default().push((r.from, r.until));
+        }
+        for (s, buckets) in spans.values() {
+            let mut want = Vec::new();
+            let probe = BodyEntry {
+                body: s.body,
+                aabb: s.aabb,
+                state: s.anchor.state,
+                asleep: false,
+            };
+            if let Err(x) = self.plan_sleep(s.from, &[probe], None, &mut want) {
+                return err(format!("span {s:?} has a bad box: {x}"));
+            }
+            if *buckets != want {
+                return err(format!(
+                    "span {s:?} is in buckets {buckets:?}, its cells hash to {want:?}"
+                ));
+            }
+            if let Some((&(tick, _), _)) = live
+                .range((s.from.max(floor), s.body)..(s.until, 0))
+                .find(|((_, b), _)| *b == s.body)
+            {
+                return err(format!("body {} has an entry and a span at {tick}", s.body));
+            }
+            taken.entry(s.body).or_default().push((s.from, s.until));
+        }
+        for (body, mut t) in taken {
+            t.sort_unstable();
+            if t.windows(2).any(|w| w[1].0 < w[0].1) {
+                return err(format!(
+                    "body {body} has overlapping records or spans {t:?}"
+                ));
+            }
+        }
+        // A side of a span's contact as the table keeps it: its entry at the tick and the
+        // box its owner cell is taken from, if it is live.
+        let side = |e: &TvhtEntry| -> Option<(bool, crate::geometry::Aabb)> {
+            let mine = |s: &&SpanRec| {
+                s.entity == e.entity && s.body == e.body && s.tag == e.tag && s.covers(e.tick)
+            };
+            if let Some(s) = spans.values().map(|x| &x.0).find(mine) {
+                return (s.at(flight, e.tick) == *e).then_some((true, s.aabb));
+            }
+            if let Some(r) = sleepers.values().find(|r| {
+                r.entity == e.entity && r.body == e.body && r.tag == e.tag && r.covers(e.tick)
+            }) {
+                return (r.at(e.tick) == *e).then_some((false, r.aabb));
+            }
+            (live.get(&(e.tick, e.body)) == Some(e)).then_some((false, e.aabb))
+        };
+        let mut met = BTreeSet::new();
+        for (k, b) in snap.iter().enumerate() {
+            for c in &b.met {
+                if c.tick() < floor {
+                    continue;
+                }
+                if !met.insert(c.key()) {
+                    return err(format!("span contact {:?} recorded twice", c.key()));
+                }
+                let (Some((sa, ba)), Some((sb, bb))) = (side(&c.a), side(&c.b)) else {
+                    return err(format!(
+                        "span contact {:?} in bucket {k} lacks a side",
+                        c.key()
+                    ));
+                };
+                if !(sa || sb)
+                    || c.a.entity == c.b.entity
+                    || !c.a.aabb.overlaps(&c.b.aabb)
+                    || self.sleep_slot(self.owner_cell(&ba, &bb)) != k
+                {
+                    return err(format!(
+                        "span contact {:?} in bucket {k} is not an owned overlap with a span",
+                        c.key()
+                    ));
+                }
+            }
+        }
+        // Completeness: every span against everything of other entities at its live ticks.
+        let mut others: Vec<TvhtEntry> = Vec::new();
+        for (s, _) in spans.values() {
+            others.clear();
+            let ticks = s.from.max(floor)..s.until;
+            others.extend(
+                live.range((ticks.start, 0)..(ticks.end, 0))
+                    .map(|(_, e)| *e)
+                    .filter(|e| e.aabb.overlaps(&s.aabb)),
+            );
+            for r in sleepers.values().filter(|r| r.aabb.overlaps(&s.aabb)) {
+                others.extend((r.from.max(ticks.start)..r.until.min(ticks.end)).map(|t| r.at(t)));
+            }
+            for (o, _) in spans.values().filter(|(o, _)| o.aabb.overlaps(&s.aabb)) {
+                others.extend(
+                    (o.from.max(ticks.start)..o.until.min(ticks.end)).map(|t| o.at(flight, t)),
+                );
+            }
+            for x in others.iter().filter(|x| x.entity != s.entity) {
+                if let Some(c) = s.meets(flight, x)
+                    && !met.contains(&c.key())
+                {
+                    return err(format!("span {s:?} meets {x:?} with no contact"));
+                }
             }
         }
         Ok(())

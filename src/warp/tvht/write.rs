@@ -475,7 +475,7 @@ impl Tvht {
             let mut sleepers = false;
             for i in 0..view.keys().len() {
                 let bucket = view.at(i);
-                sleepers |= !bucket.records.is_empty();
+                sleepers |= !bucket.records.is_empty() || !bucket.spans.is_empty();
                 if let Some((tick, body)) = bucket
                     .held((tmin, tmax), (bmin, bmax))
                     .find(|p| seen.binary_search(p).is_ok())
@@ -483,13 +483,13 @@ impl Tvht {
                     return Err(TvhtError::Duplicate { body, tick });
                 }
             }
-            // Nor a sleep record of one of the request's bodies at one of its ticks.
+            // Nor a sleep record or a span of one of the request's bodies at one of its ticks.
             for (s, ps) in planned.per_step(steps).filter(|_| sleepers) {
                 for p in ps.iter().map(|&i| planned.plan(i)) {
                     if planned
                         .sleep_slots(p)
                         .iter()
-                        .any(|&i| view.at(i).record(p.body, s.tick).is_some())
+                        .any(|&i| view.at(i).recorded(p.body, s.tick, s.tick))
                     {
                         return Err(TvhtError::Duplicate {
                             body: p.body,
@@ -625,9 +625,28 @@ impl Tvht {
                     }
                 }
             }
+            if !others.sleepers {
+                continue;
+            }
+            // Spans at this tick, refined to it: every entry meets them.
+            if let Some(flight) = self.flight.as_deref() {
+                for (&k, &at) in planned.sleep_buckets(p).iter().zip(planned.sleep_slots(p)) {
+                    let found: Vec<Contact> = view
+                        .at(at)
+                        .spans
+                        .iter()
+                        .filter(|q| self.sleep_slot(self.owner_cell(&me.aabb, &q.aabb)) == k)
+                        .filter_map(|q| q.meets(flight, me))
+                        .collect();
+                    if !found.is_empty() {
+                        view.at_mut(at).met.extend(&found);
+                        contacts.extend(found);
+                    }
+                }
+            }
             // Sleep records at this tick: an asleep entry and a sleep record never touch
             // (neither wakes nor fuses with the other), so only an awake entry looks.
-            if me.asleep || !others.sleepers {
+            if me.asleep {
                 continue;
             }
             for (&k, &at) in planned.sleep_buckets(p).iter().zip(planned.sleep_slots(p)) {

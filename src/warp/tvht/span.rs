@@ -1,0 +1,395 @@
+//! # Span records: one record for a body's flight over many ticks
+//!
+//! Koenig et al. (seed 000, Section 3): "objects that are sufficiently isolated in spacetime are
+//! able to take larger time steps"; Mirtich (seed 001, Section 3.3): swept volumes over an
+//! interval decide which pairs are active. A body flying from one anchor (rule 4 of
+//! [`crate::warp::rules`]) through ticks `from..=to` is put in the table once, as a **span
+//! record** (anchor, interval, a box holding its box at every tick of the interval, tag), in
+//! the record half of the table (the buckets hashed by cell alone, beside the sleep records),
+//! a copy in the bucket of each cell of its box; not as an entry per tick.
+//!
+//! A span meets everything of other entities that lives at its ticks: entries, sleep records,
+//! other spans. Where their boxes overlap, the table **refines** to the tick: at each common
+//! tick it asks both sides' states at that tick (a span's from its anchor, through the table's
+//! [`Flight`]) and boxes, and a pair whose boxes overlap at a tick is a contact at that tick,
+//! found once, by whichever of the two is written second, and kept in the record-half bucket of
+//! the pair's owner cell (the owner cell of a pair with a span is taken from the span's box and
+//! the other side's stored box, which both sides' operations compute alike). Like a write of
+//! entries, a span's write stops after the first tick with a contact that matters (`stops`, for
+//! the engine one that makes an event): boxes that overlap without touching cost no event. A
+//! rollback **cuts** a span at its tick ([`Tvht::cut_span`], Algorithm 7 for an interval) and
+//! gets back the contacts of the ticks it removed.
+//!
+//! Invariants, checked by `validate`: a live span is in exactly the record-half buckets of its
+//! box's cells, with identical copies; a body has at one tick one entry, sleep record or span,
+//! never two; every pair of a span and a live entry, sleep record or span of another entity
+//! whose boxes overlap at a common tick has exactly one contact at that tick, in its owner
+//! cell's record-half bucket, and every such contact is one.
+
+use super::sleep::SleepRec;
+use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
+use crate::dynamics::BodyState;
+use crate::geometry::Aabb;
+use crate::warp::rules::Anchor;
+
+/// How the table asks a span's state and box at a tick: the engine's rules (rule 4's flight
+/// from the anchor, rule 1's box). A pure function of its arguments: a section may ask again.
+pub trait Flight: Send + Sync {
+    /// The pre-event state at `tick` of `body` flying from `anchor`.
+    fn state(&self, body: BodyId, anchor: &Anchor, tick: Tick) -> BodyState;
+    /// Its box at that state.
+    fn aabb(&self, body: BodyId, state: &BodyState) -> Aabb;
+}
+
+/// A body's span to write: it flies from `anchor` at the span's ticks, inside `aabb`, which
+/// holds its box at each of them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpanEntry {
+    pub body: BodyId,
+    pub anchor: Anchor,
+    pub aabb: Aabb,
+}
+
+/// A span record, as the record-half buckets of its cells hold it (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct SpanRec {
+    pub(super) entity: EntityId,
+    pub(super) body: BodyId,
+    pub(super) from: Tick,
+    pub(super) until: Tick,
+    pub(super) anchor: Anchor,
+    pub(super) aabb: Aabb,
+    pub(super) tag: u64,
+}
+
+impl SpanRec {
+    pub(super) fn covers(&self, tick: Tick) -> bool {
+        self.from <= tick && tick < self.until
+    }
+
+    /// The span as an entry at `tick`: its state and box there.
+    pub(super) fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry {
+        let state = flight.state(self.body, &self.anchor, tick);
+        TvhtEntry {
+            entity: self.entity,
+            body: self.body,
+            tick,
+            aabb: flight.aabb(self.body, &state),
+            state,
+            tag: self.tag,
+            asleep: false,
+        }
+    }
+
+    /// The entry of another entity's `other` (an entry, or a record at its tick) that this
+    /// span meets at `other.tick`: the two as a contact, if their boxes overlap there.
+    pub(super) fn meets(&self, flight: &dyn Flight, other: &TvhtEntry) -> Option<Contact> {
+        if other.entity == self.entity
+            || !self.covers(other.tick)
+            || !self.aabb.overlaps(&other.aabb)
+        {
+            return None;
+        }
+        let me = self.at(flight, other.tick);
+        me.aabb
+            .overlaps(&other.aabb)
+            .then(|| Contact::new(me, *other))
+    }
+}
+
+/// Whether contact `c` joins (`entity`, `body`) at a tick at or after `from`.
+pub(super) fn involves(c: &Contact, entity: EntityId, body: BodyId, from: Tick) -> bool {
+    c.tick() >= from
+        && ((c.a.entity == entity && c.a.body == body)
+            || (c.b.entity == entity && c.b.body == body))
+}
+
+impl Tvht {
+    /// The table's [`Flight`]; an error if it has none (a span was asked of a table made
+    /// without one).
+    pub(super) fn flight(&self) -> Result<&dyn Flight, TvhtError> {
+        self.flight
+            .as_deref()
+            .ok_or_else(|| TvhtError::Config("this table keeps no span records".into()))
+    }
+
+    /// How many cells box `b` covers (what a span of it names in the record half), or an error
+    /// for a bad box.
+    pub fn cells_of(&self, body: BodyId, b: &Aabb) -> Result<u64, TvhtError> {
+        let (lo, hi) = self.cell_range(body, 0, b)?;
+        Ok((0..3)
+            .map(|k| (i64::from(hi[k]) - i64::from(lo[k]) + 1) as u64)
+            .product())
+    }
+
+    /// The keys a span request names: each body's record-half buckets (of its box's cells),
+    /// then each body's buckets of entries at every slice of `from..=to`.
+    fn plan_span(
+        &self,
+        from: Tick,
+        to: Tick,
+        bodies: &[SpanEntry],
+        keys: &mut Vec<usize>,
+        entries: bool,
+    ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
+        let as_entries: Vec<BodyEntry> = bodies
+            .iter()
+            .map(|b| BodyEntry {
+                body: b.body,
+                aabb: b.aabb,
+                state: b.anchor.state,
+                asleep: false,
+            })
+            .collect();
+        self.plan_sleep(from, &as_entries, entries.then_some((from, to)), keys)
+    }
+
+    /// Writes the spans of `bodies` of `entity`: each flies from its anchor at ticks
+    /// `from..=to` under `tag` (see the module documentation). Every contact with another
+    /// entity's entry, sleep record or span is found at its tick, refined from the boxes at
+    /// that tick; the spans stop after the first tick that meets a contact for which `stops`
+    /// holds. Returns the last tick they reach and every contact they met, sorted. One
+    /// section; on error nothing is written. `stops` must be a function of the contact alone.
+    pub fn write_span(
+        &self,
+        entity: EntityId,
+        tag: u64,
+        (from, to): (Tick, Tick),
+        bodies: &[SpanEntry],
+        stops: impl Fn(&Contact) -> bool,
+    ) -> Result<(Tick, Vec<Contact>), TvhtError> {
+        let flight = self.flight()?;
+        let floor = self.floor();
+        if from < floor {
+            return Err(TvhtError::BehindFloor { tick: from, floor });
+        }
+        if to < from {
+            return Err(TvhtError::Config(format!("empty span {from}..={to}")));
+        }
+        let mut keys = Vec::new();
+        let ranges = self.plan_span(from, to, bodies, &mut keys, true)?;
+        let (recs, main) = ranges.split_at(bodies.len());
+        let out = self.section(&keys, |view, look| {
+            // Nothing of these bodies at these ticks already.
+            for (b, ks) in bodies.iter().zip(recs) {
+                for &k in &keys[ks.clone()] {
+                    let bucket = view.get(k);
+                    let live = |f: Tick, u: Tick| f <= to && u > from;
+                    if let Some(r) = bucket
+                        .records
+                        .iter()
+                        .find(|r| r.body == b.body && live(r.from, r.until))
+                    {
+                        return Err(TvhtError::Duplicate {
+                            body: b.body,
+                            tick: r.from.max(from),
+                        });
+                    }
+                    if let Some(s) = bucket
+                        .spans
+                        .iter()
+                        .find(|s| s.body == b.body && live(s.from, s.until))
+                    {
+                        return Err(TvhtError::Duplicate {
+                            body: b.body,
+                            tick: s.from.max(from),
+                        });
+                    }
+                }
+            }
+            for (b, ks) in bodies.iter().zip(main) {
+                for &k in &keys[ks.clone()] {
+                    if let Some((tick, body)) =
+                        view.get(k).held((from, to), (b.body, b.body)).next()
+                    {
+                        return Err(TvhtError::Duplicate { body, tick });
+                    }
+                }
+            }
+            // What the spans meet, each pair in its owner cell's bucket only, with the
+            // record-half bucket its contact goes to.
+            let mut met: Vec<(Contact, usize)> = Vec::new();
+            let mut last = to;
+            let mut meet = |c: Contact, k: usize, last: &mut Tick| {
+                if c.tick() > *last {
+                    return;
+                }
+                if stops(&c) && c.tick() < *last {
+                    *last = c.tick();
+                }
+                met.push((c, k));
+            };
+            for (j, b) in bodies.iter().enumerate() {
+                let me = SpanRec {
+                    entity,
+                    body: b.body,
+                    from,
+                    until: to + 1,
+                    anchor: b.anchor,
+                    aabb: b.aabb,
+                    tag,
+                };
+                // Entries, in the buckets of entries of its cells at its slices.
+                for &k in &keys[main[j].clone()] {
+                    for x in view.get(k).within(from, last, look) {
+                        if x.tick <= last
+                            && self.bucket_of(self.owner_cell(&x.aabb, &me.aabb), x.tick) == k
+                            && let Some(c) = me.meets(flight, x)
+                        {
+                            let owner = self.sleep_slot(self.owner_cell(&x.aabb, &me.aabb));
+                            meet(c, owner, &mut last);
+                        }
+                    }
+                }
+                // Sleep records and spans, in its record-half buckets.
+                for &k in &keys[recs[j].clone()] {
+                    let bucket = view.get(k);
+                    for r in &bucket.records {
+                        if r.entity == entity
+                            || !r.aabb.overlaps(&me.aabb)
+                            || self.sleep_slot(self.owner_cell(&r.aabb, &me.aabb)) != k
+                        {
+                            continue;
+                        }
+                        for t in r.from.max(from)..r.until.min(last + 1) {
+                            if let Some(c) = me.meets(flight, &r.at(t)) {
+                                meet(c, k, &mut last);
+                            }
+                        }
+                    }
+                    for s in &bucket.spans {
+                        if s.entity == entity
+                            || !s.aabb.overlaps(&me.aabb)
+                            || self.sleep_slot(self.owner_cell(&s.aabb, &me.aabb)) != k
+                        {
+                            continue;
+                        }
+                        for t in s.from.max(from)..s.until.min(last + 1) {
+                            if let Some(c) = me.meets(flight, &s.at(flight, t)) {
+                                meet(c, k, &mut last);
+                            }
+                        }
+                    }
+                }
+            }
+            met.retain(|(c, _)| c.tick() <= last);
+            for (b, ks) in bodies.iter().zip(recs) {
+                let rec = SpanRec {
+                    entity,
+                    body: b.body,
+                    from,
+                    until: last + 1,
+                    anchor: b.anchor,
+                    aabb: b.aabb,
+                    tag,
+                };
+                for &k in &keys[ks.clone()] {
+                    view.get_mut(k).spans.push(rec);
+                }
+            }
+            for &(c, k) in &met {
+                view.get_mut(k).met.push(c);
+            }
+            Ok((last, met.into_iter().map(|(c, _)| c).collect::<Vec<_>>()))
+        });
+        out.map(|(last, mut c)| {
+            // Only the record half changes (the buckets of entries were only looked at).
+            let changed = recs.iter().flat_map(|r| keys[r.clone()].iter().copied());
+            self.note(entity, last, changed);
+            c.sort_unstable_by_key(Contact::key);
+            (last, c)
+        })
+    }
+
+    /// Cuts the spans of `bodies` (each with the anchor and box it was written with) of
+    /// `entity` and `tag` so that they end before tick `to` (a span that starts at or after
+    /// `to` goes), and returns the contacts they had at ticks from `to` on, each once, sorted:
+    /// the rollback of a span (Algorithm 7). One section; on error nothing changes.
+    pub fn cut_span(
+        &self,
+        entity: EntityId,
+        tag: u64,
+        bodies: &[SpanEntry],
+        to: Tick,
+    ) -> Result<Vec<Contact>, TvhtError> {
+        let mut keys = Vec::new();
+        let recs = self.plan_span(to, to, bodies, &mut keys, false)?;
+        let mine =
+            |s: &SpanRec, b: &SpanEntry| s.entity == entity && s.body == b.body && s.tag == tag;
+        let out = self.section(&keys, |view, _| {
+            for (b, ks) in bodies.iter().zip(&recs) {
+                for &k in &keys[ks.clone()] {
+                    match view.get(k).spans.iter().find(|s| mine(s, b)) {
+                        None => {
+                            return Err(TvhtError::NotFound {
+                                entity,
+                                body: b.body,
+                                tick: to,
+                            });
+                        }
+                        Some(s) if s.aabb != b.aabb || s.anchor != b.anchor => {
+                            return Err(TvhtError::BoundsMismatch {
+                                body: b.body,
+                                tick: to,
+                            });
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            let mut contacts = Vec::new();
+            for (b, ks) in bodies.iter().zip(&recs) {
+                for &k in &keys[ks.clone()] {
+                    let bucket = view.get_mut(k);
+                    bucket.met.retain(|c| {
+                        let gone = involves(c, entity, b.body, to);
+                        if gone {
+                            contacts.push(*c);
+                        }
+                        !gone
+                    });
+                    let s = *bucket
+                        .spans
+                        .iter()
+                        .find(|s| mine(s, b))
+                        .expect("checked above");
+                    if s.from >= to {
+                        bucket.spans.retain(|x| !mine(x, b));
+                    } else if let Some(x) = bucket.spans.iter_mut().find(|x| mine(x, b)) {
+                        x.until = x.until.min(to);
+                    }
+                }
+            }
+            Ok(contacts)
+        });
+        out.map(|mut c| {
+            c.sort_unstable_by_key(Contact::key);
+            c
+        })
+    }
+}
+
+/// Sleep records meet spans too: the contacts of sleep record `r` (of a body of a sleeping
+/// group, written now or before) with the spans of `spans` (one record-half bucket's, of
+/// bucket `k`) at ticks up to `last`, owned by bucket `k`.
+pub(super) fn record_meets_spans<'s>(
+    tvht: &'s Tvht,
+    flight: &'s dyn Flight,
+    r: &'s SleepRec,
+    spans: &'s [SpanRec],
+    k: usize,
+    last: Tick,
+) -> impl Iterator<Item = Contact> + 's {
+    spans
+        .iter()
+        .filter(move |s| {
+            s.entity != r.entity
+                && s.aabb.overlaps(&r.aabb)
+                && tvht.sleep_slot(tvht.owner_cell(&r.aabb, &s.aabb)) == k
+        })
+        .flat_map(move |s| {
+            (s.from.max(r.from)..s.until.min(r.until).min(last + 1))
+                .filter_map(move |t| s.meets(flight, &r.at(t)))
+        })
+}
