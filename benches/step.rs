@@ -101,6 +101,7 @@ fn bench_warp(c: &mut Criterion) {
         chaos: None,
         groups: false,
         tvht_span: None,
+        max_span: None,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

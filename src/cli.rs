@@ -224,6 +224,11 @@ struct RunArgs {
     /// differ [default: 64]
     #[arg(long, value_name = "TICKS")]
     tvht_span: Option<u64>,
+    /// Warp engine: the longest span, in ticks, that a body with nothing near it flies as one
+    /// TVHT record (0: every tick written on its own). Frames are the same for any; speed
+    /// differs [default: as far as the entity's lead]
+    #[arg(long, value_name = "TICKS")]
+    max_span: Option<u64>,
 }
 
 /// A switch given as `on` or `off`.
@@ -473,6 +478,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         },
         full_window: args.full_window,
         tvht_span: args.tvht_span,
+        max_span: args.max_span,
     };
     play(&scene, &options, None, &args.play.outputs())
 }

@@ -93,6 +93,9 @@ pub struct RunOptions {
     pub full_window: bool,
     /// Warp engine: the TVHT's time slice in ticks ([`crate::warp::WarpConfig::tvht_span`]).
     pub tvht_span: Option<u64>,
+    /// Warp engine: the longest span a body flies as one record
+    /// ([`crate::warp::WarpConfig::max_span`]).
+    pub max_span: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -109,6 +112,7 @@ impl Default for RunOptions {
             groups: false,
             full_window: false,
             tvht_span: None,
+            max_span: None,
         }
     }
 }
@@ -229,6 +233,11 @@ pub fn run_scene_with(
         return Err(RunError::Invalid(
             "--full-window is a warp engine option; the frame engine steps all bodies together"
                 .into(),
+        ));
+    }
+    if options.max_span.is_some() && options.engine != EngineKind::Warp {
+        return Err(RunError::Invalid(
+            "--max-span is a warp engine option; the frame engine has no spans".into(),
         ));
     }
     if let Some(span) = options.tvht_span {
@@ -441,6 +450,7 @@ fn run_warp_scene(
         chaos: None,
         groups: options.groups,
         tvht_span: options.tvht_span,
+        max_span: options.max_span,
     };
     // The engine's state at the last committed frame, for the final checkpoint (known only at
     // the frames the engine hands out islands for: with contact groups the groups, without

@@ -231,6 +231,7 @@ fn simulate(
         chaos: None,
         groups,
         tvht_span: None,
+        max_span: None,
     };
     warp_equals(&scene, config(false), end, &want)?;
 
@@ -357,6 +358,7 @@ fn the_last_committed_frame_is_never_lost() {
                     chaos: None,
                     groups: false,
                     tvht_span: None,
+                    max_span: None,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

@@ -382,6 +382,7 @@ friction = 0.0
         chaos: None,
         groups: true,
         tvht_span: None,
+        max_span: None,
     };
     let (got, _) = frames::warp_frames(&scene, config, end);
     assert!(

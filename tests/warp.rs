@@ -33,6 +33,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     chaos: None,
                     groups: false,
                     tvht_span: None,
+                    max_span: None,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -55,7 +56,11 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                         "{name}: parallel bodies never touch"
                     );
                 }
-                assert!(stats.entities.tvht_writes >= n as u64 * (ticks + 1));
+                // Every body-tick is in the TVHT: as an entry, or in a span record.
+                let e = &stats.entities;
+                assert!(e.tvht_writes + e.span_ticks >= n as u64 * (ticks + 1));
+                // Under a window of one tick nobody flies a span; under 256, bodies do.
+                assert_eq!(e.spans > 0, window > 1, "{name} {config:?}: {e:?}");
             }
         }
     }
@@ -92,6 +97,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             chaos: None,
             groups: false,
             tvht_span: None,
+            max_span: None,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -109,6 +115,7 @@ fn sink_errors_stop_the_run() {
         chaos: None,
         groups: false,
         tvht_span: None,
+        max_span: None,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -164,6 +171,7 @@ fn head_on_collision_swaps_velocities() {
             chaos: None,
             groups: false,
             tvht_span: None,
+            max_span: None,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
@@ -278,6 +286,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
             chaos: None,
             groups,
             tvht_span: None,
+            max_span: None,
         };
         let (want, _) = warp_frames(&scene, plain, ticks);
         let want = bits(&want);

@@ -74,6 +74,7 @@ fn check_scene_with(
                 chaos: None,
                 groups: true,
                 tvht_span: None,
+                max_span: None,
             };
             let (got, stats) = warp_frames(scene, config, end);
             let got = bits(&got);
@@ -197,6 +198,8 @@ fn chaos_runs(
                 groups: true,
                 // The TVHT's time slice (sleep records span slices too) never changes frames.
                 tvht_span: Some([1, 16, 64, 256][seed as usize % 4]),
+                // Nor the longest span a body flies as one record (0: tick by tick).
+                max_span: Some([0, 5, 64, u64::MAX][seed as usize / 4 % 4]),
             };
             let (got, stats) = warp_frames(scene, config, end);
             assert!(
@@ -307,6 +310,7 @@ fn determinism_pyramids_1100_and_avalanche_300() {
                         chaos: None,
                         groups: true,
                         tvht_span: None,
+                        max_span: None,
                     };
                     let t = std::time::Instant::now();
                     let got = checksum(&scene, config, end);

@@ -230,6 +230,9 @@ fn drive(sh: &Shared, id: BodyId, mut entity: Entity) -> Entity {
         end: sh.end,
         islands: None,
         lead: &lead,
+        // Tick by tick: this model's table keeps no span records (their protocol is modelled
+        // by the TVHT's span models).
+        max_span: 0,
     };
     let me = id as usize;
     // How the last turn ended (None: no turn yet).

@@ -439,6 +439,7 @@ pub fn run_once(
         groups: false,
         full_window: false,
         tvht_span: None,
+        max_span: None,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

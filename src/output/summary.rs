@@ -147,6 +147,16 @@ impl fmt::Display for RunSummary {
                     w.lead.lowered,
                     w.lead.tightened
                 )?;
+                let e = &w.entities;
+                write!(
+                    f,
+                    "\nspans {} (mean {:.1} ticks, {} cut by rollbacks), refinements {} ({} found no contact)",
+                    e.spans,
+                    e.span_ticks as f64 / e.spans.max(1) as f64,
+                    e.span_cuts,
+                    w.refinements,
+                    w.refinements - w.refinements_met.min(w.refinements)
+                )?;
                 if w.groups {
                     write!(
                         f,

@@ -128,6 +128,10 @@ pub struct WarpConfig {
     /// [`super::tvht::DEFAULT_SPAN_TICKS`]). Frames are the same for any; only speed and
     /// contention differ.
     pub tvht_span: Option<u64>,
+    /// The longest span in ticks a body flies as one TVHT record (see "Spans" in
+    /// [`super::entity`]; `None`: as far as its lead lets it, `Some(0)`: every tick written on
+    /// its own). Frames are the same for any; only speed differs.
+    pub max_span: Option<u64>,
 }
 
 impl Default for WarpConfig {
@@ -141,6 +145,7 @@ impl Default for WarpConfig {
             chaos: None,
             groups: false,
             tvht_span: None,
+            max_span: None,
         }
     }
 }
@@ -236,6 +241,10 @@ pub struct WarpStats {
     /// The window, and how the lead under it moved ([`super::lead`]).
     pub window: u64,
     pub lead: LeadStats,
+    /// Refinements of span records to the tick ([`Tvht::refinements`]), and those that found a
+    /// contact.
+    pub refinements: u64,
+    pub refinements_met: u64,
 }
 
 impl WarpStats {
@@ -1099,8 +1108,9 @@ pub fn run_warp_from_with(
             window,
             config.tvht_span.unwrap_or(DEFAULT_SPAN_TICKS),
         )
-        .with_sleep_records(config.groups),
+        .with_sleep_records(true),
     )
+    .and_then(|t| t.with_flight(std::sync::Arc::new(rules.clone())))
     .map_err(|e| e.to_string())?;
     let gvt_config = GvtConfig {
         start_tick,
@@ -1217,6 +1227,7 @@ pub fn run_warp_from_with(
             end: end_tick,
             islands: island_log.as_ref(),
             lead: &lead,
+            max_span: config.max_span.unwrap_or(u64::MAX),
         },
         scheduled: slots.iter().map(|e| AtomicBool::new(e.is_some())).collect(),
         entities: slots.into_iter().map(Mutex::new).collect(),
@@ -1366,6 +1377,7 @@ pub fn run_warp_from_with(
     };
     #[cfg(not(feature = "stm"))]
     let (stm_commits, stm_aborts) = (None, None);
+    let (refinements, refinements_met) = tvht.refinements();
     Ok(WarpStats {
         entities: sum,
         sections: sync.sections,
@@ -1387,5 +1399,7 @@ pub fn run_warp_from_with(
         island_seconds: changes.spent.as_secs_f64(),
         window,
         lead: lead.stats(),
+        refinements,
+        refinements_met,
     })
 }

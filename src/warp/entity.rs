@@ -76,7 +76,7 @@
 //!   under a new tag.
 
 use super::group_rules::{
-    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs,
+    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs, span_in_flight,
     step_island_with,
 };
 use super::groups::components;
@@ -85,7 +85,7 @@ use super::lead::Lead;
 use super::message::{Instance, Msg};
 use super::rules::{Anchor, Kick, Rules};
 use super::timeline::Timeline;
-use super::tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtEntry, WriteBuffers};
+use super::tvht::{BodyEntry, Contact, ContactKey, SpanEntry, Step, Tvht, TvhtEntry, WriteBuffers};
 use super::{BodyId, EntityId, GvtBuffer, Tick};
 use crate::dynamics::BodyState;
 use crate::geometry::{Aabb, Manifold};
@@ -105,6 +105,13 @@ pub const BATCH: u64 = 64;
 /// 20-40 at 16 ticks, and a quarter more wall time).
 pub const SPECULATION_LEAD: u64 = 16;
 
+/// A span shorter than this is not worth its record: the body steps tick by tick instead.
+pub const MIN_SPAN: u64 = 4;
+
+/// A span's box covers at most this many TVHT cells (its record is copied into the bucket of
+/// each): a longer span of a fast body is cut until it fits.
+pub const SPAN_CELLS: u64 = 8;
+
 /// A group born of a change not yet committed steps at most this many ticks past its birth
 /// until its birth is committed: an undo then throws little away. (`pyramids` 1100, 2 s, 2
 /// workers: a fusion at tick 1 undone after its group had stepped 250 ticks took up to 28 ms
@@ -123,6 +130,8 @@ pub struct Env<'a> {
     pub islands: Option<&'a IslandLog>,
     /// How far past the GVT entities step now (at most the window; see [`super::lead`]).
     pub lead: &'a Lead,
+    /// The longest span a body flies as one record (see "Spans"; 0: none).
+    pub max_span: u64,
 }
 
 /// Why a turn ended: what would let the entity go on.
@@ -149,6 +158,7 @@ pub struct EntityStats {
     pub antievents: u64,
     pub rollbacks: u64,
     pub rolled_back_ticks: u64,
+    /// Entity-ticks written into the TVHT as entries (a span's ticks are counted below).
     pub tvht_writes: u64,
     pub turns: u64,
     /// Sum of `LVT - GVT` over turns (mean = sum / turns).
@@ -158,6 +168,11 @@ pub struct EntityStats {
     /// Naps written or extended (sleep-record sections), and naps cut by a rollback.
     pub naps: u64,
     pub nap_cuts: u64,
+    /// Spans written (see "Spans"), the ticks they held when written, and spans cut by a
+    /// rollback.
+    pub spans: u64,
+    pub span_ticks: u64,
+    pub span_cuts: u64,
 }
 
 impl EntityStats {
@@ -173,6 +188,9 @@ impl EntityStats {
         self.asleep_ticks += o.asleep_ticks;
         self.naps += o.naps;
         self.nap_cuts += o.nap_cuts;
+        self.spans += o.spans;
+        self.span_ticks += o.span_ticks;
+        self.span_cuts += o.span_cuts;
     }
 }
 
@@ -241,6 +259,9 @@ pub struct Entity {
     reach: u64,
     /// Ticks to compute in the next step (`1 ..= BATCH`; see "Step" in the module docs).
     batch: u64,
+    /// The longest span to try next (see "Spans"): halved by a span a contact stopped or a
+    /// rollback cut, doubled by a span that flew its whole length.
+    span: u64,
     /// The tick at which its last step found its group must change (see "Ending").
     ending: Option<Tick>,
     /// Its naps (see "Naps"): the ticks whose entries are sleep records, ascending, disjoint,
@@ -327,6 +348,7 @@ impl Entity {
             recorded: tick,
             reach: u64::MAX,
             batch: BATCH,
+            span: BATCH,
             ending: None,
             naps: VecDeque::new(),
             speculative: false,
@@ -580,11 +602,13 @@ impl Entity {
         let mut entries = std::mem::take(&mut self.scratch.entries);
         entries.clear();
         let mut ticks = Vec::new();
-        for t in r + 1..=lvt {
+        for t in self.line.ticks_after(r) {
             if !self.naps.iter().any(|n| n.from <= t && t < n.until) {
-                self.entries_at(env.rules, t, &mut entries);
                 ticks.push(t);
             }
+        }
+        for &t in &ticks {
+            self.entries_at(env.rules, t, &mut entries);
         }
         let steps: Vec<Step<'_>> = entries
             .chunks(self.bodies.len())
@@ -596,6 +620,22 @@ impl Entity {
         self.scratch.entries = entries;
         let mut gone =
             gone.map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+        // The spans after `r`: cut or gone.
+        let spans: Vec<_> = self.line.spans_after(r).collect();
+        for (_, anchor, aabb, tag) in spans {
+            let entry = SpanEntry {
+                body: self.id,
+                anchor,
+                aabb,
+            };
+            let cut = env
+                .tvht
+                .cut_span(self.id, tag, &[entry], r + 1)
+                .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
+            gone.extend(cut);
+            self.stats.span_cuts += 1;
+            self.span = (self.span / 2).max(MIN_SPAN);
+        }
         // The naps after `r`: cut (and closed) or gone.
         let mut i = 0;
         while i < self.naps.len() {
@@ -696,13 +736,17 @@ impl Entity {
         }
     }
 
-    /// Step of a single body: compute and write up to `BATCH` ticks towards `ub`.
+    /// Step of a single body: a span towards `ub` if it flies clear of the static bodies
+    /// (see "Spans"), else compute and write up to `BATCH` ticks.
     fn step(
         &mut self,
         env: &Env<'_>,
         ub: Tick,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
+        if self.fly(env, ub, send)? {
+            return Ok(());
+        }
         let lvt = self.lvt();
         let n = self.batch_len(env, lvt, ub);
         let me = self.id as usize;
@@ -742,6 +786,111 @@ impl Entity {
         self.write(env, lvt, n, new, Vec::new(), send)
     }
 
+    /// A span of a single body from its LVT (see "Spans"): its kicks at the LVT give the
+    /// anchor it flies from; it flies the longest span up to `ub` and its span limit (halving
+    /// it down to [`MIN_SPAN`]) that is clear of every static body and whose box covers at
+    /// most [`SPAN_CELLS`] cells, written as one TVHT record that stops at the first tick that
+    /// touches another body. Returns whether it flew (else the tick-by-tick step runs).
+    fn fly(
+        &mut self,
+        env: &Env<'_>,
+        ub: Tick,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<bool, String> {
+        let lvt = self.lvt();
+        let mut len = (ub - lvt).min(self.span).min(env.max_span);
+        if len < MIN_SPAN {
+            return Ok(false);
+        }
+        let (rules, me) = (env.rules, self.id as usize);
+        // The anchor it flies from after the LVT: a single body's after its kicks there; a
+        // group's of one, its island's, if its step at the LVT is plain flight (no contact
+        // known there, and an island that flight leaves as it is: awake, not resting, no warm
+        // start); the span's sweep from the LVT on shows the rest.
+        let (anchor, island) = if self.grouped {
+            let isl = self.line.island(lvt);
+            if self.bodies.len() != 1
+                || isl.asleep
+                || isl.rest_ticks != 0
+                || !isl.warm.is_empty()
+                || self.contacts_at(lvt).next().is_some()
+            {
+                return Ok(false);
+            }
+            (isl.anchors[0], Some(Arc::clone(isl)))
+        } else {
+            let s = self.line.state(rules, lvt, 0);
+            let mut kicks = std::mem::take(&mut self.scratch.kicks);
+            kicks.resize_with(1, Vec::new);
+            self.kicks(env, lvt, &s, &mut kicks[0]);
+            let (anchor, _) = rules.advance(&self.line.anchor(lvt), &s, lvt, &mut kicks[0]);
+            self.scratch.kicks = kicks;
+            (anchor, None)
+        };
+        let a = &anchor.state;
+        if !(a.position.is_finite() && a.velocity.is_finite() && a.angular_velocity.is_finite()) {
+            // The tick-by-tick step names the tick.
+            return Ok(false);
+        }
+        let from = lvt + 1;
+        let spin = a.angular_velocity.length();
+        let aabb = loop {
+            let sweep = rules.span(me, &anchor, from, lvt + len);
+            let aabb = rules.span_aabb(&sweep);
+            let clear = if self.grouped {
+                let all = rules.span(me, &anchor, lvt, lvt + len);
+                span_in_flight(rules, self.id, &all, spin)
+            } else {
+                rules.span_clear_of_statics(&sweep)
+            };
+            if clear
+                && env
+                    .tvht
+                    .cells_of(self.id, &aabb)
+                    .is_ok_and(|c| c <= SPAN_CELLS)
+            {
+                break aabb;
+            }
+            len /= 2;
+            if len < MIN_SPAN {
+                self.span = MIN_SPAN;
+                return Ok(false);
+            }
+        };
+        let to = lvt + len;
+        let touch = |c: &Contact| {
+            rules.in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
+        };
+        let entry = SpanEntry {
+            body: self.id,
+            anchor,
+            aabb,
+        };
+        let (last, found) = env
+            .tvht
+            .write_span(self.id, self.next_tag, (from, to), &[entry], touch)
+            .map_err(|e| format!("span of body {} from tick {from}: {e}", self.id))?;
+        let end = rules.flight(&anchor, last);
+        if !(end.position.is_finite() && end.velocity.is_finite()) {
+            return Err(format!(
+                "body {} has a non-finite state at tick {last}",
+                self.id
+            ));
+        }
+        self.line
+            .push_span(from, last, anchor, aabb, self.next_tag, island);
+        self.next_tag += 1;
+        self.stats.spans += 1;
+        self.stats.span_ticks += last + 1 - from;
+        self.span = if last < to {
+            (last + 1 - from).max(MIN_SPAN)
+        } else {
+            self.span.saturating_mul(2)
+        };
+        self.report(env, &found, send);
+        Ok(true)
+    }
+
     /// Step of a contact group (rules 1-5 of [`super::group_rules`]): compute up to `BATCH`
     /// ticks towards `ub`, stopping before a tick at which the group must change, and write
     /// them.
@@ -751,6 +900,9 @@ impl Entity {
         ub: Tick,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
+        if self.fly(env, ub, send)? {
+            return Ok(());
+        }
         let lvt = self.lvt();
         let rules = env.rules;
         let nb = self.bodies.len();

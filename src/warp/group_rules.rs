@@ -47,7 +47,7 @@
 //! and resumed at any tick makes the same groups as one that was not.
 
 use super::groups::{components, root, union};
-use super::rules::{Anchor, Gauge, Kick, Rules};
+use super::rules::{Anchor, Gauge, Kick, PLANE_SLACK, Rules, SPAN_SLACK, SpanSweep};
 use super::{BodyId, Tick};
 use crate::dynamics::{
     BodyState, ConstraintBody, ConstraintPoint, ContactConstraint, SolverBody, SolverParams,
@@ -246,6 +246,32 @@ pub fn group_manifolds(
     }
     out.sort_by_key(|(k, _)| *k);
     out
+}
+
+/// Rules 4 and 5 over a span, for a group of one body `b` spinning at `spin` (rad/s) flying
+/// over the ticks of `sweep` ([`Rules::span`]): whether its island steps as plain flight at
+/// every one of them: no static body within the reach of [`group_manifolds`] (the same tests
+/// as a tick's, on bounds of all the span's ticks, with a slack for the plane test's own
+/// rounding at any of their boxes), and never slow enough to count towards rest.
+pub fn span_in_flight(rules: &Rules, b: BodyId, sweep: &SpanSweep, spin: f32) -> bool {
+    // Rest counts `|v| + extent |w| <= SLEEP_SPEED`: faster than that in `v` alone, never.
+    if sweep.slowest <= SLEEP_SPEED {
+        return false;
+    }
+    let turn = shape_extent(&rules.shapes[b as usize]) * spin;
+    let reach = (sweep.speed + turn) * rules.dt * (1.0 + SPAN_SLACK);
+    let far = sweep
+        .tight
+        .min
+        .abs()
+        .max(sweep.tight.max.abs())
+        .max_element();
+    let margin = GROUP_MARGIN + reach + PLANE_SLACK * far;
+    let (bx, gauge) = (sweep.tight.expanded(margin), Gauge::of(&sweep.tight));
+    rules
+        .statics
+        .iter()
+        .all(|st| gauge.clear_of_plane(&st.shape, margin) || !bx.overlaps(&st.aabb))
 }
 
 /// Every pair `(i, j)`, `i < j`, of overlapping boxes, ascending: sort and sweep along x (the

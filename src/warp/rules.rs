@@ -606,6 +606,19 @@ impl Rules {
             step_min: v0.min(v1) * self.dt - step_slack,
             step_max: v0.max(v1) * self.dt + step_slack,
             speed: v0.length().max(v1.length()) * (1.0 + SPAN_SLACK),
+            slowest: {
+                // The velocity is a line in time: its smallest length is at the point of the
+                // line nearest zero, clamped to the span.
+                let gg = g.length_squared();
+                let tm = if gg > 0.0 {
+                    (-v.dot(g) / gg).clamp(t0, t1)
+                } else {
+                    t0
+                };
+                ((v + g * tm).length() * (1.0 - SPAN_SLACK)
+                    - (v.abs() + g.abs() * t1).max_element() * SPAN_SLACK)
+                    .max(0.0)
+            },
         }
     }
 
@@ -699,6 +712,8 @@ pub struct SpanSweep {
     pub step_max: Vec3,
     /// At least `|v|` at any tick of the span.
     pub speed: f32,
+    /// At most `|v|` at any tick of the span.
+    pub slowest: f32,
 }
 
 /// Relative slack of a span's bounds over the values they bound (see [`SpanSweep`]): f32's
@@ -772,7 +787,7 @@ impl Gauge {
 }
 
 /// See [`Gauge::clear_of_plane`]: the slack, per metre of coordinate magnitude (and 1 m).
-const PLANE_SLACK: f32 = 1e-4;
+pub(super) const PLANE_SLACK: f32 = 1e-4;
 
 /// The deepest point of a manifold (the first of equal depth) and its depth, if any.
 fn deepest(m: &Manifold) -> Option<(f32, Vec3)> {

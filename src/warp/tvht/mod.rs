@@ -352,6 +352,9 @@ pub struct Tvht {
     swept: AtomicU64,
     /// How span records fly (`span.rs`); without one the table keeps no spans.
     flight: Option<std::sync::Arc<dyn Flight>>,
+    /// Refinements counted by committed sections, and those that found a contact
+    /// ([`Tvht::refinements`]).
+    refined: [AtomicU64; 2],
 }
 
 impl Drop for Tvht {
@@ -419,6 +422,7 @@ impl Tvht {
             graveyard: Graveyard::default(),
             swept: AtomicU64::new(0),
             flight: None,
+            refined: [AtomicU64::new(0), AtomicU64::new(0)],
         })
     }
 

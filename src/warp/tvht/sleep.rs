@@ -22,7 +22,7 @@
 
 use super::cells::cells;
 use super::plan::push_distinct;
-use super::span::{involves, record_meets_spans};
+use super::span::{involves, record_meets_spans, refining};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
@@ -137,6 +137,7 @@ impl Tvht {
         let ranges = self.plan_sleep(from, bodies, Some((from, to)), &mut keys)?;
         let (sleep, main) = ranges.split_at(bodies.len());
         let out = self.section(&keys, |view, look| {
+            refining();
             // Check first: no entry or record of these bodies at these ticks, and a record to
             // extend keeps its box.
             for (b, ks) in bodies.iter().zip(sleep) {
@@ -273,6 +274,7 @@ impl Tvht {
             Ok((last, found))
         });
         out.map(|(last, mut c)| {
+            self.refined_committed();
             // Only the sleep buckets change (the others were only looked at).
             let changed = sleep.iter().flat_map(|r| keys[r.clone()].iter().copied());
             self.note(entity, last, changed);

@@ -83,7 +83,8 @@ impl SpanRec {
     }
 
     /// The entry of another entity's `other` (an entry, or a record at its tick) that this
-    /// span meets at `other.tick`: the two as a contact, if their boxes overlap there.
+    /// span meets at `other.tick`: the two as a contact, if their boxes overlap there (a
+    /// *refinement*, counted, when the span's whole box overlaps it).
     pub(super) fn meets(&self, flight: &dyn Flight, other: &TvhtEntry) -> Option<Contact> {
         if other.entity == self.entity
             || !self.covers(other.tick)
@@ -92,9 +93,50 @@ impl SpanRec {
             return None;
         }
         let me = self.at(flight, other.tick);
-        me.aabb
-            .overlaps(&other.aabb)
-            .then(|| Contact::new(me, *other))
+        let met = me.aabb.overlaps(&other.aabb);
+        refined(1, u64::from(met));
+        met.then(|| Contact::new(me, *other))
+    }
+}
+
+std::thread_local! {
+    /// The refinements of this thread's running section (see [`Tvht::refinements`]): reset
+    /// when a section's closure starts, so that an attempt the STM runs again counts once.
+    static REFINED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Counts `n` refinements of which `met` found a contact.
+fn refined(n: u64, met: u64) {
+    REFINED.with(|r| {
+        let (a, b) = r.get();
+        r.set((a + n, b + met));
+    });
+}
+
+/// Starts counting a section's refinements (at the start of its closure).
+pub(super) fn refining() {
+    REFINED.with(|r| r.set((0, 0)));
+}
+
+impl Tvht {
+    /// Adds the refinements of the section this thread just committed to the table's.
+    pub(super) fn refined_committed(&self) {
+        let (n, met) = REFINED.with(|r| r.replace((0, 0)));
+        if n > 0 {
+            self.refined[0].fetch_add(n, crate::primitive::Ordering::Relaxed);
+            self.refined[1].fetch_add(met, crate::primitive::Ordering::Relaxed);
+        }
+    }
+
+    /// Refinements so far: the times a span's box overlapped, at one of its ticks, the box of
+    /// another entity's entry, sleep record or span there, so that the table computed the
+    /// span's state and box at that tick; and of those, how many found the two boxes
+    /// overlapping there (a contact).
+    pub fn refinements(&self) -> (u64, u64) {
+        (
+            self.refined[0].load(crate::primitive::Ordering::Relaxed),
+            self.refined[1].load(crate::primitive::Ordering::Relaxed),
+        )
     }
 }
 
@@ -171,6 +213,7 @@ impl Tvht {
         let ranges = self.plan_span(from, to, bodies, &mut keys, true)?;
         let (recs, main) = ranges.split_at(bodies.len());
         let out = self.section(&keys, |view, look| {
+            refining();
             // Nothing of these bodies at these ticks already.
             for (b, ks) in bodies.iter().zip(recs) {
                 for &k in &keys[ks.clone()] {
@@ -294,6 +337,7 @@ impl Tvht {
             Ok((last, met.into_iter().map(|(c, _)| c).collect::<Vec<_>>()))
         });
         out.map(|(last, mut c)| {
+            self.refined_committed();
             // Only the record half changes (the buckets of entries were only looked at).
             let changed = recs.iter().flat_map(|r| keys[r.clone()].iter().copied());
             self.note(entity, last, changed);

@@ -469,6 +469,7 @@ impl Tvht {
         let reserved = planned.sorted.len();
         let mut runs = runs_of(entity, first_tag, steps, (reserved, &self.graveyard), bufs);
         let out = self.section(&planned.sorted, |view, look| {
+            super::span::refining();
             // Check everything before changing anything: one pass over each bucket, which
             // also learns whether any holds a sleep record (most sections meet none: then
             // no step need look for them).
@@ -545,6 +546,7 @@ impl Tvht {
             Ok((steps.len(), met, added, dropped))
         });
         let written = out.map(|(n, mut c, added, dropped)| {
+            self.refined_committed();
             // The section committed: its runs' holds settle by what the buckets took; let go
             // of the holds of the runs it dropped.
             runs.taken = added;
