@@ -33,6 +33,7 @@
 //! | `sweep.rs` | reclamation behind GVT: the floor, the ledger, the sweeps |
 //! | `validate.rs` | snapshots of the whole table and the invariants checked on them |
 //! | `tests.rs` | the unit tests of the table's behaviour |
+//! | `span_tests.rs` | the unit tests of span records, against a sequential model |
 //!
 //! ## Exactly once
 //!
@@ -78,6 +79,8 @@ mod plan;
 mod runs;
 mod sleep;
 mod span;
+#[cfg(all(test, not(loom)))]
+mod span_tests;
 mod sweep;
 // Under loom the tables must live inside `loom::model`: these std-thread tests are for std builds.
 #[cfg(all(test, not(loom)))]

@@ -330,7 +330,7 @@ impl Tvht {
                     }
                     let bucket = view.get_mut(k);
                     bucket.met.retain(|c| {
-                        let gone = involves(c, entity, b.body, to);
+                        let gone = involves(c, (entity, b.body, tag), to..r.until);
                         if gone {
                             contacts.push(*c);
                         }

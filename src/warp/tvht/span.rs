@@ -140,11 +140,18 @@ impl Tvht {
     }
 }
 
-/// Whether contact `c` joins (`entity`, `body`) at a tick at or after `from`.
-pub(super) fn involves(c: &Contact, entity: EntityId, body: BodyId, from: Tick) -> bool {
-    c.tick() >= from
-        && ((c.a.entity == entity && c.a.body == body)
-            || (c.b.entity == entity && c.b.body == body))
+/// Whether contact `c` joins the record or span of (`entity`, `body`, `tag`) at a tick of
+/// `ticks`: a cut of it from `ticks.start` gives back only its own contacts, not those its
+/// body has at later ticks as an entry or another record or span.
+pub(super) fn involves(
+    c: &Contact,
+    (entity, body, tag): (EntityId, BodyId, u64),
+    ticks: std::ops::Range<Tick>,
+) -> bool {
+    ticks.contains(&c.tick())
+        && [c.a, c.b]
+            .iter()
+            .any(|x| x.entity == entity && x.body == body && x.tag == tag)
 }
 
 impl Tvht {
@@ -386,18 +393,18 @@ impl Tvht {
             for (b, ks) in bodies.iter().zip(&recs) {
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
-                    bucket.met.retain(|c| {
-                        let gone = involves(c, entity, b.body, to);
-                        if gone {
-                            contacts.push(*c);
-                        }
-                        !gone
-                    });
                     let s = *bucket
                         .spans
                         .iter()
                         .find(|s| mine(s, b))
                         .expect("checked above");
+                    bucket.met.retain(|c| {
+                        let gone = involves(c, (entity, b.body, tag), to..s.until);
+                        if gone {
+                            contacts.push(*c);
+                        }
+                        !gone
+                    });
                     if s.from >= to {
                         bucket.spans.retain(|x| !mine(x, b));
                     } else if let Some(x) = bucket.spans.iter_mut().find(|x| mine(x, b)) {
