@@ -8,12 +8,13 @@
 //!   and the mutexes taken in ascending key order, all of them before the closure runs, and
 //!   released only after it returns (Koenig et al., seed 000, Section 4, Algorithm 1). The view
 //!   hands out the held guards. The closure runs exactly once.
-//! * **STM** (`Backend::Stm`): one `TVar<T>` per slot. The section is one `timewarp-stm`
-//!   transaction: an attempt reads every named slot first (a clone each: an opaque, consistent
-//!   snapshot, so the closure never sees a half-done section of another thread), runs the
-//!   closure on those copies, and buffers a write of every slot taken with
-//!   [`View::get_mut`]; the commit publishes them all at once, or the attempt aborts and runs
-//!   again on a fresh snapshot.
+//! * **STM** (`Backend::Stm`): one `TVar<Arc<T>>` per slot. The section is one `timewarp-stm`
+//!   transaction: an attempt reads every named slot first (a shared handle to its value, not
+//!   a copy: values are never changed in place, so this is an opaque, consistent snapshot and
+//!   the closure never sees a half-done section of another thread), runs the closure on
+//!   them, copies a slot the first time it is taken with [`View::get_mut`] (copy on write),
+//!   and buffers the write of every such copy; the commit publishes them all at once, or the
+//!   attempt aborts and runs again on a fresh snapshot.
 //!
 //! So a section closure **may run more than once** and must be safe to re-run: it must have no
 //! effect outside the view (no I/O, no messages, no pushes to outer vectors, no atomics or other
@@ -24,10 +25,10 @@
 //! A closure that wants to fail without effect (bad input found halfway) must check before it
 //! mutates: under locks, a `get_mut` changes the slot in place at once.
 //!
-//! **Cost.** The STM backend clones every named slot per attempt and moves the mutated copies
-//! into fresh allocations at commit; slot contents should therefore be small or cheap to clone
-//! (the TVHT keeps buckets short by hashing cell *and* tick; the GVT buffer splits a tick into
-//! 64-body chunks). The `tvht` bench measures both backends.
+//! **Cost.** The STM backend clones every slot an attempt changes (reads cost a reference
+//! count); slot contents should therefore be small or cheap to clone (the TVHT keeps buckets
+//! short by hashing cell *and* tick; the GVT buffer splits a tick into 64-body chunks). The
+//! `tvht` bench measures both backends.
 //!
 //! **Class.** Every table has a [`Class`] naming the structure it guards (TVHT, GVT buffer,
 //! contact groups, other), set where it is made ([`Table::with_class`]; [`Table::new`] makes
@@ -56,11 +57,13 @@ use super::stats::{Class, add_section};
 #[cfg(feature = "locks")]
 use crate::primitive::{Mutex, MutexGuard};
 #[cfg(feature = "stm")]
+use std::sync::Arc;
+#[cfg(feature = "stm")]
 use timewarp_stm::{TVar, atomically};
 
 enum Slots<T> {
     #[cfg(feature = "stm")]
-    Stm(Box<[TVar<T>]>),
+    Stm(Box<[TVar<Arc<T>>]>),
     #[cfg(feature = "locks")]
     Locks(Box<[Mutex<T>]>),
 }
@@ -73,8 +76,9 @@ pub struct Table<T> {
 
 enum ViewInner<'s, T> {
     #[cfg(feature = "stm")]
-    /// Each named slot's copy, and whether it was taken mutably.
-    Stm { values: Vec<(T, bool)> },
+    /// Each named slot's value (shared until taken mutably, then a copy of its own), and
+    /// whether it was taken mutably.
+    Stm { values: Vec<(Arc<T>, bool)> },
     #[cfg(feature = "locks")]
     Locks { guards: Vec<MutexGuard<'s, T>> },
     /// Test-only (`cfg(timewarp_broken)`): unguarded copies, see [`Table::section_unguarded`].
@@ -91,7 +95,7 @@ pub struct View<'s, T> {
     inner: ViewInner<'s, T>,
 }
 
-impl<'s, T> View<'s, T> {
+impl<'s, T: Clone> View<'s, T> {
     /// The named keys, sorted ascending, without duplicates.
     pub fn keys(&self) -> &[usize] {
         self.keys
@@ -137,7 +141,7 @@ impl<'s, T> View<'s, T> {
             #[cfg(feature = "stm")]
             ViewInner::Stm { values } => {
                 values[i].1 = true;
-                &mut values[i].0
+                Arc::make_mut(&mut values[i].0)
             }
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &mut guards[i],
@@ -190,7 +194,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
     ) -> Self {
         let slots = match backend {
             #[cfg(feature = "stm")]
-            Backend::Stm => Slots::Stm((0..len).map(|i| TVar::new(init(i))).collect()),
+            Backend::Stm => Slots::Stm((0..len).map(|i| TVar::new(Arc::new(init(i)))).collect()),
             #[cfg(feature = "locks")]
             Backend::Locks => Slots::Locks((0..len).map(|i| Mutex::new(init(i))).collect()),
         };
@@ -370,7 +374,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                 let mut attempts = 0u64;
                 let r = atomically(|tx| {
                     attempts += 1;
-                    tx.read_with(&vars[key], &f)
+                    tx.read_with(&vars[key], |v: &Arc<T>| f(v))
                 });
                 add_section(self.class, attempts, 1, 0);
                 r
@@ -423,7 +427,9 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
     pub fn into_each(self, mut f: impl FnMut(T)) {
         match self.slots {
             #[cfg(feature = "stm")]
-            Slots::Stm(vars) => vars.into_iter().for_each(|v| f(v.into_inner())),
+            Slots::Stm(vars) => vars
+                .into_iter()
+                .for_each(|v| f(Arc::unwrap_or_clone(v.into_inner()))),
             #[cfg(feature = "locks")]
             Slots::Locks(mutexes) => mutexes.into_iter().for_each(|m| {
                 f(m.into_inner()
