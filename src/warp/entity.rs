@@ -40,6 +40,26 @@
 //!   on how many ticks anyone computed ahead. A group steps by the rules of
 //!   [`super::group_rules`] (its own contacts solved together by the island solver; kicks from
 //!   other groups).
+//! * **Spans** (issue #31; Koenig et al., seed 000, Section 3: "objects that are sufficiently
+//!   isolated in spacetime are able to take larger time steps"; Mirtich, seed 001, Section 3.3:
+//!   swept volumes over intervals). A single body, or a group of one whose step at `LVT` is
+//!   plain flight (no contact known there; an island awake, not resting, without warm start),
+//!   flies from its anchor ([`Rules::flight`]): if nothing but flight lies ahead — every static
+//!   body out of reach over the whole span ([`Rules::span_clear_of_statics`], and for a group
+//!   [`span_in_flight`]: no static contact, never slow enough to count towards rest) — it writes
+//!   ticks `LVT + 1 ..= LVT + L` as one TVHT *span record* ([`Tvht::write_span`]: its anchor
+//!   and a box that holds its box at every one of those ticks, [`Rules::span_aabb`]) instead of
+//!   an entry per tick. The table refines it to the tick against everything else there, and the
+//!   span stops, like a batch, at the first tick that touches another body: the contact is at
+//!   its tick, computed from both bodies' states there, exactly as tick by tick. `L` is at most
+//!   the entity's reach, the run's `max_span` and its span limit, which doubles after a span
+//!   that flew its whole length and falls to the length flown after one a contact stopped (or
+//!   halves when a rollback cuts one); halved until the span's box covers at most
+//!   [`SPAN_CELLS`] cells and clears the static bodies; under [`MIN_SPAN`] ticks the body steps
+//!   tick by tick. Only a matter of speed: the state at a tick is `flight(anchor, tick)` either
+//!   way. Its timeline keeps the span as one segment ([`Timeline::push_span`]); a rollback into
+//!   it cuts the record at the rollback tick ([`Tvht::cut_span`]) and gets back the contacts of
+//!   the ticks it removed, as a delete does.
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick
