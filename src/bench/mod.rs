@@ -175,6 +175,7 @@ impl Sweep {
                                 EngineKind::Frame => self.frame_seconds,
                                 EngineKind::Warp => self.warp_seconds,
                             },
+                            groups: false,
                         });
                     }
                 }
@@ -194,6 +195,8 @@ pub struct Config {
     pub backend: Option<Backend>,
     pub threads: usize,
     pub seconds: f64,
+    /// Warp engine: contact groups (`timewarp bench` measures without: the paper's method).
+    pub groups: bool,
 }
 
 impl Config {
@@ -207,6 +210,7 @@ impl Config {
             && self.bodies == other.bodies
             && self.engine == other.engine
             && self.backend == other.backend
+            && self.groups == other.groups
     }
 }
 
@@ -436,7 +440,7 @@ pub fn run_once(
         label: config.scene.clone(),
         parallelism: profile && config.engine == EngineKind::Warp,
         time_limit: Some(time_limit),
-        groups: false,
+        groups: config.groups && config.engine == EngineKind::Warp,
         full_window: false,
         tvht_span: None,
         max_span: None,
