@@ -697,6 +697,13 @@ impl super::tvht::Flight for Rules {
     fn aabb(&self, body: super::BodyId, state: &BodyState) -> Aabb {
         Rules::aabb(self, body as usize, state)
     }
+
+    /// The engine acts only on pairs that touch (rule 2): the table keeps no other contact of
+    /// a span (boxes that overlap without touching cost no event).
+    #[inline]
+    fn touches(&self, c: &super::tvht::Contact) -> bool {
+        self.in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
+    }
 }
 
 /// What a body's flight from one anchor sweeps over a span of ticks `from..=to` (rule 1 over

@@ -178,6 +178,24 @@ impl Bucket {
         })
     }
 
+    /// The entries [`Bucket::within`] ticks `from ..= to` of the runs of other entities than
+    /// `entity` whose bounds overlap `b` (the others cannot meet a box inside `b`).
+    pub(super) fn near<'g>(
+        &self,
+        (from, to): (Tick, Tick),
+        entity: EntityId,
+        b: &'g Aabb,
+        look: &'g Look,
+    ) -> impl Iterator<Item = &'g TvhtEntry> {
+        self.runs
+            .iter()
+            .filter(move |r| r.entity != entity && r.bounds.overlaps(b))
+            .flat_map(move |r| {
+                let entries = r.entries.entries(look);
+                r.held_within(from, to).map(move |i| &entries[i])
+            })
+    }
+
     /// The (tick, body) of every entry held of the bodies `bodies.0 ..= bodies.1` at ticks
     /// `from ..= to`, from the runs alone (without reading the entries: a cheap check for
     /// entries already there).

@@ -12,7 +12,9 @@
 //! other spans. Where their boxes overlap, the table **refines** to the tick: at each common
 //! tick it asks both sides' states at that tick (a span's from its anchor, through the table's
 //! [`Flight`]) and boxes, and a pair whose boxes overlap at a tick is a contact at that tick,
-//! found once, by whichever of the two is written second, and kept in the record-half bucket of
+//! found once, by whichever of the two is written second (and only if the table's [`Flight`]
+//! says it [touches](Flight::touches): the engine's keeps no pair that does not touch), and
+//! kept in the record-half bucket of
 //! the pair's owner cell (the owner cell of a pair with a span is taken from the span's box and
 //! the other side's stored box, which both sides' operations compute alike). Like a write of
 //! entries, a span's write stops after the first tick with a contact that matters (`stops`, for
@@ -46,6 +48,13 @@ pub trait Flight: Send + Sync {
     fn state(&self, body: BodyId, anchor: &Anchor, tick: Tick) -> BodyState;
     /// Its box at that state.
     fn aabb(&self, body: BodyId, state: &BodyState) -> Aabb;
+    /// Whether `c`, a pair with a span whose boxes overlap at its tick, is a contact the table
+    /// keeps and reports (every one, unless the owner of the table says otherwise: the
+    /// engine keeps those whose bodies touch, the only ones it acts on).
+    fn touches(&self, c: &Contact) -> bool {
+        let _ = c;
+        true
+    }
 }
 
 /// A body's span to write: it flies from `anchor` at the span's ticks, inside `aabb`, which
@@ -93,16 +102,31 @@ impl SpanRec {
     /// span meets at `other.tick`: the two as a contact, if their boxes overlap there (a
     /// *refinement*, counted, when the span's whole box overlaps it).
     pub(super) fn meets(&self, flight: &dyn Flight, other: &TvhtEntry) -> Option<Contact> {
+        self.meets_with(flight, other, |t| self.at(flight, t))
+    }
+
+    /// [`SpanRec::meets`], with the span's entry at a tick from `at` (a writer that meets
+    /// many records computes each of its ticks once).
+    pub(super) fn meets_with(
+        &self,
+        flight: &dyn Flight,
+        other: &TvhtEntry,
+        at: impl FnOnce(Tick) -> TvhtEntry,
+    ) -> Option<Contact> {
         if other.entity == self.entity
             || !self.covers(other.tick)
             || !self.aabb.overlaps(&other.aabb)
         {
             return None;
         }
-        let me = self.at(flight, other.tick);
-        let met = me.aabb.overlaps(&other.aabb);
-        refined(1, u64::from(met));
-        met.then(|| Contact::new(me, *other))
+        let me = at(other.tick);
+        let c = me
+            .aabb
+            .overlaps(&other.aabb)
+            .then(|| Contact::new(me, *other))
+            .filter(|c| flight.touches(c));
+        refined(1, u64::from(c.is_some()));
+        c
     }
 }
 
@@ -277,6 +301,7 @@ impl Tvht {
                 }
                 met.push((c, k));
             };
+            let mut cache: Vec<Option<TvhtEntry>> = Vec::new();
             for (j, b) in bodies.iter().enumerate() {
                 let me = SpanRec {
                     entity,
@@ -287,12 +312,21 @@ impl Tvht {
                     aabb: b.aabb,
                     tag,
                 };
+                // Its entry at each tick, computed once (most spans need none).
+                cache.clear();
+                let mut at = |t: Tick| {
+                    if cache.is_empty() {
+                        cache.resize((to - from + 1) as usize, None);
+                    }
+                    *cache[(t - from) as usize].get_or_insert_with(|| me.at(flight, t))
+                };
                 // Entries, in the buckets of entries of its cells at its slices.
                 for &k in &keys[main[j].clone()] {
-                    for x in view.get(k).within(from, last, look) {
+                    for x in view.get(k).near((from, last), entity, &me.aabb, look) {
                         if x.tick <= last
+                            && x.aabb.overlaps(&me.aabb)
                             && self.bucket_of(self.owner_cell(&x.aabb, &me.aabb), x.tick) == k
-                            && let Some(c) = me.meets(flight, x)
+                            && let Some(c) = me.meets_with(flight, x, &mut at)
                         {
                             let owner = self.sleep_slot(self.owner_cell(&x.aabb, &me.aabb));
                             meet(c, owner, &mut last);
@@ -310,7 +344,7 @@ impl Tvht {
                             continue;
                         }
                         for t in r.from.max(from)..r.until.min(last + 1) {
-                            if let Some(c) = me.meets(flight, &r.at(t)) {
+                            if let Some(c) = me.meets_with(flight, &r.at(t), &mut at) {
                                 meet(c, k, &mut last);
                             }
                         }
@@ -323,7 +357,7 @@ impl Tvht {
                             continue;
                         }
                         for t in s.from.max(from)..s.until.min(last + 1) {
-                            if let Some(c) = me.meets(flight, &s.at(flight, t)) {
+                            if let Some(c) = me.meets_with(flight, &s.at(flight, t), &mut at) {
                                 meet(c, k, &mut last);
                             }
                         }

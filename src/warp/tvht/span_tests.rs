@@ -1241,8 +1241,9 @@ fn spans_refuse_duplicates_and_bad_requests_without_effect() {
 /// its anchor over a span, in the box `Rules::span_aabb` gives it, and body 1 comes the other
 /// way, written as an entry per tick in its `Rules::aabb` box. The span's box meets body 1's
 /// boxes ticks before the bodies do; the table finds the contact at exactly the first tick
-/// where the two per-tick boxes overlap, whichever is written second, with body 0's state
-/// there from `Rules::flight`.
+/// where the two per-tick boxes overlap and the bodies touch (`Rules::in_contact`: the rules
+/// keep no other pair), whichever is written second, with body 0's state there from
+/// `Rules::flight`.
 #[test]
 fn a_span_of_the_rules_meets_entries_at_the_first_tick_their_boxes_overlap() {
     let scene = crate::scene::builtin("bouncing", Some(8)).unwrap();
@@ -1264,9 +1265,24 @@ fn a_span_of_the_rules_meets_entries_at_the_first_tick_their_boxes_overlap() {
     for t in from..=to {
         assert_eq!(span.aabb.merge(&box0(t)), span.aabb, "tick {t}");
     }
+    // The rules keep only pairs that touch (`Flight::touches`: rule 2's `in_contact`, which
+    // also finds a meeting within the tick): the first tick where the boxes overlap and the
+    // bodies touch. Their boxes overlap a tick or more before (the margins and the sweep), and
+    // those ticks give no contact.
+    let touch = |t| {
+        box0(t).overlaps(&box1(t))
+            && rules.in_contact(0, &rules.flight(&a0, t), 1, &rules.flight(&a1, t))
+    };
     let first = (from..=to)
-        .find(|&t| box0(t).overlaps(&box1(t)))
+        .find(|&t| touch(t))
         .expect("the bodies meet within the span");
+    let boxes = (from..=to)
+        .find(|&t| box0(t).overlaps(&box1(t)))
+        .expect("their boxes overlap first");
+    assert!(
+        boxes < first,
+        "boxes overlap first at {boxes}, touch at {first}"
+    );
     assert!(first > from + 5, "{first}");
     assert!((from..first).any(|t| span.aabb.overlaps(&box1(t))));
     let entries1: Vec<(Tick, [BodyEntry; 1])> = (0..=to)
