@@ -51,8 +51,11 @@
 //!   and a box that holds its box at every one of those ticks, [`Rules::span_aabb`]) instead of
 //!   an entry per tick. The table refines it to the tick against everything else there, and the
 //!   span stops, like a batch, at the first tick that touches another body: the contact is at
-//!   its tick, computed from both bodies' states there, exactly as tick by tick. `L` is at most
-//!   the entity's reach, the run's `max_span` and its span limit, which doubles after a span
+//!   its tick, computed from both bodies' states there, exactly as tick by tick (the table
+//!   refines a pair by halving their common interval while their sweeps' boxes overlap). `L`
+//!   reaches at most the window past the GVT (not only the entity's reach: a span costs one
+//!   record however long, and a rollback cuts it in one section), the run's `max_span` and
+//!   its span limit, which doubles after a span
 //!   that flew its whole length and falls to the length flown after one a contact stopped (or
 //!   halves when a rollback cuts one); halved until the span's box covers at most
 //!   [`SPAN_CELLS`] cells and clears the static bodies; under [`MIN_SPAN`] ticks the body steps
@@ -530,12 +533,19 @@ impl Entity {
             // Born of a change not yet committed: it may be undone, with all done since.
             ub = ub.min(self.birth + SPECULATIVE_REACH);
         }
+        // A span may fly as far as the window (see "Spans"): however long, it costs one record,
+        // and a rollback cuts it in one section; the reach bounds the ticks stepped one by one.
+        let far = if self.speculative && gvt <= self.birth {
+            ub
+        } else {
+            (gvt + env.gvt.window()).min(env.end).max(ub)
+        };
         self.ending = None;
         if self.lvt() < ub {
             if self.grouped {
-                self.step_group(env, ub, send)?;
+                self.step_group(env, (ub, far), send)?;
             } else {
-                self.step(env, ub, send)?;
+                self.step(env, (ub, far), send)?;
             }
         }
         self.record(env)?;
@@ -756,15 +766,15 @@ impl Entity {
         }
     }
 
-    /// Step of a single body: a span towards `ub` if it flies clear of the static bodies
-    /// (see "Spans"), else compute and write up to `BATCH` ticks.
+    /// Step of a single body: a span towards `far` if it flies clear of the static bodies
+    /// (see "Spans"), else compute and write up to `BATCH` ticks towards `ub`.
     fn step(
         &mut self,
         env: &Env<'_>,
-        ub: Tick,
+        (ub, far): (Tick, Tick),
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
-        if self.fly(env, ub, send)? {
+        if self.fly(env, far, send)? {
             return Ok(());
         }
         let lvt = self.lvt();
@@ -807,18 +817,18 @@ impl Entity {
     }
 
     /// A span of a single body from its LVT (see "Spans"): its kicks at the LVT give the
-    /// anchor it flies from; it flies the longest span up to `ub` and its span limit (halving
+    /// anchor it flies from; it flies the longest span up to `far` and its span limit (halving
     /// it down to [`MIN_SPAN`]) that is clear of every static body and whose box covers at
     /// most [`SPAN_CELLS`] cells, written as one TVHT record that stops at the first tick that
     /// touches another body. Returns whether it flew (else the tick-by-tick step runs).
     fn fly(
         &mut self,
         env: &Env<'_>,
-        ub: Tick,
+        far: Tick,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<bool, String> {
         let lvt = self.lvt();
-        let mut len = (ub - lvt).min(self.span).min(env.max_span);
+        let mut len = (far - lvt).min(self.span).min(env.max_span);
         if len < MIN_SPAN {
             return Ok(false);
         }
@@ -917,10 +927,10 @@ impl Entity {
     fn step_group(
         &mut self,
         env: &Env<'_>,
-        ub: Tick,
+        (ub, far): (Tick, Tick),
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
-        if self.fly(env, ub, send)? {
+        if self.fly(env, far, send)? {
             return Ok(());
         }
         let lvt = self.lvt();

@@ -704,6 +704,12 @@ impl super::tvht::Flight for Rules {
     fn touches(&self, c: &super::tvht::Contact) -> bool {
         self.in_contact(c.a.body as usize, &c.a.state, c.b.body as usize, &c.b.state)
     }
+
+    /// Rule 1 over a span ([`Rules::span_aabb`]): its box holds the box of every tick.
+    #[inline]
+    fn sweep(&self, body: super::BodyId, anchor: &Anchor, from: Tick, to: Tick) -> Option<Aabb> {
+        Some(self.span_aabb(&self.span(body as usize, anchor, from, to)))
+    }
 }
 
 /// What a body's flight from one anchor sweeps over a span of ticks `from..=to` (rule 1 over

@@ -55,6 +55,41 @@ pub trait Flight: Send + Sync {
         let _ = c;
         true
     }
+    /// A box that holds `body`'s box ([`Flight::aabb`]) at every tick of `from..=to`, flying
+    /// from `anchor` (`anchor.tick <= from`), if the flight can bound one: the table then
+    /// refines a pair by halving their common interval where their boxes over it overlap
+    /// ([`candidate_ticks`]), not tick by tick. `None` (the default): tick by tick.
+    fn sweep(&self, body: BodyId, anchor: &Anchor, from: Tick, to: Tick) -> Option<Aabb> {
+        let _ = (body, anchor, from, to);
+        None
+    }
+}
+
+/// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]).
+const REFINE_TICKS: u64 = 4;
+
+/// The ticks of `lo..=hi`, ascending, at which two bodies may meet, whose boxes over any
+/// sub-interval are bounded by `a` and `b` (`None`: no bound): an interval where the two bounds
+/// do not overlap has none; one where they do is halved, down to [`REFINE_TICKS`] ticks, whose
+/// every tick is a candidate. `visit` gets each candidate in order and stops the walk by
+/// returning false; returns false if it did.
+fn candidate_ticks(
+    (lo, hi): (Tick, Tick),
+    a: &dyn Fn(Tick, Tick) -> Option<Aabb>,
+    b: &dyn Fn(Tick, Tick) -> Option<Aabb>,
+    visit: &mut dyn FnMut(Tick) -> bool,
+) -> bool {
+    if hi - lo >= REFINE_TICKS {
+        if let (Some(x), Some(y)) = (a(lo, hi), b(lo, hi)) {
+            if !x.overlaps(&y) {
+                return true;
+            }
+            let mid = lo + (hi - lo) / 2;
+            return candidate_ticks((lo, mid), a, b, visit)
+                && candidate_ticks((mid + 1, hi), a, b, visit);
+        }
+    }
+    (lo..=hi).all(visit)
 }
 
 /// A body's span to write: it flies from `anchor` at the span's ticks, inside `aabb`, which
@@ -343,10 +378,22 @@ impl Tvht {
                         {
                             continue;
                         }
-                        for t in r.from.max(from)..r.until.min(last + 1) {
-                            if let Some(c) = me.meets_with(flight, &r.at(t), &mut at) {
-                                meet(c, k, &mut last);
-                            }
+                        let (lo, hi) = (r.from.max(from), r.until.min(last + 1));
+                        if lo < hi {
+                            candidate_ticks(
+                                (lo, hi - 1),
+                                &|l, h| flight.sweep(me.body, &me.anchor, l, h),
+                                &|_, _| Some(r.aabb),
+                                &mut |t| {
+                                    if t > last {
+                                        return false;
+                                    }
+                                    if let Some(c) = me.meets_with(flight, &r.at(t), &mut at) {
+                                        meet(c, k, &mut last);
+                                    }
+                                    true
+                                },
+                            );
                         }
                     }
                     for s in &bucket.spans {
@@ -356,10 +403,23 @@ impl Tvht {
                         {
                             continue;
                         }
-                        for t in s.from.max(from)..s.until.min(last + 1) {
-                            if let Some(c) = me.meets_with(flight, &s.at(flight, t), &mut at) {
-                                meet(c, k, &mut last);
-                            }
+                        let (lo, hi) = (s.from.max(from), s.until.min(last + 1));
+                        if lo < hi {
+                            candidate_ticks(
+                                (lo, hi - 1),
+                                &|l, h| flight.sweep(me.body, &me.anchor, l, h),
+                                &|l, h| flight.sweep(s.body, &s.anchor, l, h),
+                                &mut |t| {
+                                    if t > last {
+                                        return false;
+                                    }
+                                    let other = s.at(flight, t);
+                                    if let Some(c) = me.meets_with(flight, &other, &mut at) {
+                                        meet(c, k, &mut last);
+                                    }
+                                    true
+                                },
+                            );
                         }
                     }
                 }
@@ -468,23 +528,32 @@ impl Tvht {
 /// Sleep records meet spans too: the contacts of sleep record `r` (of a body of a sleeping
 /// group, written now or before) with the spans of `spans` (one record-half bucket's, of
 /// bucket `k`) at ticks up to `last`, owned by bucket `k`.
-pub(super) fn record_meets_spans<'s>(
-    tvht: &'s Tvht,
-    flight: &'s dyn Flight,
-    r: &'s SleepRec,
-    spans: &'s [SpanRec],
+pub(super) fn record_meets_spans(
+    tvht: &Tvht,
+    flight: &dyn Flight,
+    r: &SleepRec,
+    spans: &[SpanRec],
     k: usize,
     last: Tick,
-) -> impl Iterator<Item = Contact> + 's {
-    spans
-        .iter()
-        .filter(move |s| {
-            s.entity != r.entity
-                && s.aabb.overlaps(&r.aabb)
-                && tvht.sleep_slot(tvht.owner_cell(&r.aabb, &s.aabb)) == k
-        })
-        .flat_map(move |s| {
-            (s.from.max(r.from)..s.until.min(r.until).min(last + 1))
-                .filter_map(move |t| s.meets(flight, &r.at(t)))
-        })
+) -> Vec<Contact> {
+    let mut found = Vec::new();
+    for s in spans.iter().filter(|s| {
+        s.entity != r.entity
+            && s.aabb.overlaps(&r.aabb)
+            && tvht.sleep_slot(tvht.owner_cell(&r.aabb, &s.aabb)) == k
+    }) {
+        let (lo, hi) = (s.from.max(r.from), s.until.min(r.until).min(last + 1));
+        if lo < hi {
+            candidate_ticks(
+                (lo, hi - 1),
+                &|l, h| flight.sweep(s.body, &s.anchor, l, h),
+                &|_, _| Some(r.aabb),
+                &mut |t| {
+                    found.extend(s.meets(flight, &r.at(t)));
+                    true
+                },
+            );
+        }
+    }
+    found
 }
