@@ -1334,3 +1334,77 @@ fn a_span_of_the_rules_meets_entries_at_the_first_tick_their_boxes_overlap() {
         t.validate_at_rest().unwrap();
     }
 }
+
+/// Two spans of the engine's rules that cross, refined by halving their common interval
+/// (`Flight::sweep`): the contact is at exactly the first tick where the two bodies' per-tick
+/// boxes overlap and they touch (a tick by tick scan of the two flights says which), whichever
+/// span is written second, and that span stops there. Two bodies flying together, whose
+/// spans' boxes overlap but never their per-tick boxes, give no contact.
+#[test]
+fn two_spans_of_the_rules_meet_at_the_first_tick_they_touch() {
+    let scene = crate::scene::builtin("bouncing", Some(8)).unwrap();
+    let rules = Arc::new(Rules::new(&scene).unwrap());
+    let side = rules.largest_side;
+    let p0 = Vec3::new(1.0, 1.0, 1.0);
+    let config = TvhtConfig::for_scene(rules.bodies(), side, 256).with_sleep_records(true);
+    let span = |body: BodyId, a: Anchor, (from, to): (Tick, Tick)| SpanEntry {
+        body,
+        anchor: a,
+        aabb: rules.span_aabb(&rules.span(body as usize, &a, from, to)),
+    };
+    let mut met = 0;
+    // Head-on and off-centre crossings, and body 1 three sides ahead of body 0 at the same
+    // velocity (their spans' boxes overlap, their per-tick boxes never do).
+    for (case, (lateral, ahead, v1)) in [(0.3f32, 8.0, -3.0f32), (0.9, 8.0, -3.0), (0.3, 3.0, 3.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let a0 = Anchor::at(2, moving(p0, Vec3::new(3.0, 0.0, 0.0)));
+        let p1 = p0 + Vec3::new(ahead * side, lateral * side, 0.1 * side);
+        let a1 = Anchor::at(2, moving(p1, Vec3::new(v1, 0.0, 0.0)));
+        let (from, to) = (3, 3 + (8.0 * side / (6.0 * rules.dt)).ceil() as Tick + 40);
+        let (s0, s1) = (span(0, a0, (from, to)), span(1, a1, (from, to)));
+        assert!(
+            s0.aabb.overlaps(&s1.aabb),
+            "case {case}: the spans' boxes overlap"
+        );
+        let touch = |t| {
+            let (x, y) = (rules.flight(&a0, t), rules.flight(&a1, t));
+            rules.aabb(0, &x).overlaps(&rules.aabb(1, &y)) && rules.in_contact(0, &x, 1, &y)
+        };
+        let first = (from..=to).find(|&t| touch(t));
+        met += usize::from(first.is_some());
+        for &be in Backend::COMPILED {
+            for order in [[0usize, 1], [1, 0]] {
+                let t = Tvht::new(be, config)
+                    .unwrap()
+                    .with_flight(rules.clone())
+                    .unwrap();
+                let spans = [s0, s1];
+                let (a, b) = (spans[order[0]], spans[order[1]]);
+                assert_eq!(
+                    t.write_span(a.body, 1, (from, to), &[a], |_| true).unwrap(),
+                    (to, Vec::new())
+                );
+                let (last, c) = t.write_span(b.body, 2, (from, to), &[b], |_| true).unwrap();
+                match first {
+                    Some(f) => {
+                        assert_eq!((last, keys(&c)), (f, vec![key(f, 0, 1)]), "case {case}");
+                        assert_eq!(c[0].a.state, rules.flight(&a0, f));
+                        assert_eq!(c[0].b.state, rules.flight(&a1, f));
+                    }
+                    None => {
+                        assert_eq!((last, c), (to, Vec::new()), "case {case}");
+                        // Halving proved it without looking at a single tick.
+                        assert_eq!(t.refinements(), (0, 0), "case {case}");
+                    }
+                }
+                t.validate_at_rest().unwrap();
+            }
+        }
+    }
+    assert_eq!(
+        met, 2,
+        "the crossings touch, the bodies flying together do not"
+    );
+}
