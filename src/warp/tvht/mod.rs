@@ -370,8 +370,13 @@ impl Drop for Tvht {
         let empty = Table::with_class(self.table.backend(), 0, self.table.class(), |_| {
             unreachable!("an empty table has no slot")
         });
-        let mut buckets = Vec::with_capacity(self.table.len());
-        std::mem::replace(&mut self.table, empty).into_each(|b| buckets.push(b));
+        // Only those that hold runs (most hold none at the end of a run; the others go now).
+        let mut buckets = Vec::new();
+        std::mem::replace(&mut self.table, empty).into_each(|b| {
+            if !b.runs.is_empty() {
+                buckets.push(b);
+            }
+        });
         for (r, n) in holders(&buckets) {
             // SAFETY: `&mut self`: no other thread uses the table, and `buckets` are all of
             // its buckets, taken out of it: `n` of them hold the run, and nothing else can
