@@ -48,11 +48,14 @@ pub use table::{Table, View};
 /// one section and written back in another), `no_announcement_recheck` (the maker of announced
 /// group changes does not look at the queue again after storing its next tick),
 /// `unguarded_sections` (every section of every table, under either backend, runs on copies
-/// read in one section and written back in another: the seam guards nothing as a whole).
+/// read in one section and written back in another: the seam guards nothing as a whole),
+/// `span_last_tick_unmet` (a TVHT span record meets nothing at its last tick, as if its swept
+/// box left that tick out), `span_cut_spares_its_tick` (a cut of a span gives back its
+/// contacts after the cut tick only, and keeps those at the tick).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 8] = [
+    const KNOWN: [&str; 10] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_count_check_outside",
@@ -61,6 +64,8 @@ pub(crate) fn broken(name: &str) -> bool {
         "unguarded_groups",
         "no_announcement_recheck",
         "unguarded_sections",
+        "span_last_tick_unmet",
+        "span_cut_spares_its_tick",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -154,6 +154,13 @@ impl SpanRec {
         {
             return None;
         }
+        // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+        // `TIMEWARP_BROKEN=span_last_tick_unmet` (a loom negative control, see `sync::broken`):
+        // the span meets nothing at its last tick, as if its swept box left that tick out.
+        #[cfg(timewarp_broken)]
+        if other.tick + 1 == self.until && crate::sync::broken("span_last_tick_unmet") {
+            return None;
+        }
         let me = at(other.tick);
         let c = me
             .aabb
@@ -502,8 +509,15 @@ impl Tvht {
                         .iter()
                         .find(|s| mine(s, b))
                         .expect("checked above");
+                    // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+                    // `TIMEWARP_BROKEN=span_cut_spares_its_tick` (a loom negative control, see
+                    // `sync::broken`): the contacts at the cut tick itself stay.
+                    #[cfg(timewarp_broken)]
+                    let back = to + u64::from(crate::sync::broken("span_cut_spares_its_tick"));
+                    #[cfg(not(timewarp_broken))]
+                    let back = to;
                     bucket.met.retain(|c| {
-                        let gone = involves(c, (entity, b.body, tag), to..s.until);
+                        let gone = involves(c, (entity, b.body, tag), back..s.until);
                         if gone {
                             contacts.push(*c);
                         }
