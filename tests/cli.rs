@@ -624,6 +624,44 @@ fn tvht_span_keeps_the_frames_and_is_checked() {
     frame_engine_refuses(dir.path(), &["--tvht-span", "16"]);
 }
 
+/// `--max-span`: how far a body flies as one TVHT record changes no frame, with contact groups
+/// and without (0: tick by tick); the summary counts the spans (none at 0); the frame engine
+/// (which has no spans) refuses it, and a value that is not a number is refused.
+#[test]
+fn max_span_keeps_the_frames_and_is_a_warp_engine_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for groups in ["on", "off"] {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["--groups", groups];
+            args.extend_from_slice(extra);
+            bouncing_20(dir.path(), &args)
+        };
+        let default = run(&[]);
+        let spans = |out: &str| {
+            out.lines()
+                .find_map(|l| l.strip_prefix("spans "))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        assert!(spans(&default).is_some_and(|n| n > 0), "{default}");
+        for span in ["0", "4", "37"] {
+            let out = run(&["--max-span", span]);
+            assert_eq!(
+                checksum_line(&out),
+                checksum_line(&default),
+                "groups {groups}, span {span}"
+            );
+            assert_eq!(spans(&out) == Some(0), span == "0", "{out}");
+        }
+    }
+    fails(
+        &["run", "--seconds", "0.05", "--max-span", "far"],
+        dir.path(),
+        &["--max-span", "far"],
+    );
+    frame_engine_refuses(dir.path(), &["--max-span", "16"]);
+}
+
 #[test]
 fn bench_prints_a_table_and_writes_json_and_plots() {
     let dir = tempfile::tempdir().unwrap();
