@@ -10,7 +10,9 @@
 //! contact, no message and no scheduling, in three layers (advance; advance and box; advance,
 //! box and stored state), on one thread and on two threads that each take half of the bodies
 //! and never meet: the best any design that keeps one-tick substeps can do on this machine, to
-//! set beside the engine's figures and rapier3d's (`peer/`).
+//! set beside the engine's figures and rapier3d's (`peer/`). A fourth column times the floor of
+//! the span design that replaced it (issue #31): per body and span of 256 ticks, its sweep, its
+//! box and its test against the static bodies, and its state at the span's frame ticks.
 //!
 //! ```sh
 //! cargo run --release --example floor                      # the issue's scenes at 500 and 2000
@@ -34,13 +36,46 @@ enum Layer {
     Advance,
     AdvanceBox,
     AdvanceBoxState,
+    /// Not a tick's work: a span's (see [`spans`]).
+    Spans,
 }
 
-const LAYERS: [(Layer, &str); 3] = [
+const LAYERS: [(Layer, &str); 4] = [
     (Layer::Advance, "advance"),
     (Layer::AdvanceBox, "+ box"),
     (Layer::AdvanceBoxState, "+ stored state"),
+    (Layer::Spans, "spans of 256 ticks"),
 ];
+
+/// The ticks of a span in the `spans` layer: the built-in window, as far as the engine's spans
+/// fly (issue #31).
+const SPAN: u64 = 256;
+
+/// The floor under spans (issue #31): bodies `lo..hi` over `ticks` ticks in spans of [`SPAN`]
+/// ticks, each flown from its anchor: per span its sweep and box (`Rules::span`,
+/// `Rules::span_aabb`, what the TVHT's span record holds) and the test against the static
+/// bodies (`Rules::span_clear_of_statics`), and its state at each frame tick of the span
+/// (`Rules::flight`: what the GVT buffer keeps for output). No TVHT, GVT, contact or scheduling.
+fn spans(rules: &Rules, lo: usize, hi: usize, ticks: u64, frame_ticks: u64) -> f32 {
+    let mut sum = 0.0f32;
+    for i in lo..hi {
+        let a = Anchor::at(0, rules.initial[i]);
+        let mut from = 1;
+        while from <= ticks {
+            let to = (from + SPAN - 1).min(ticks);
+            let sweep = rules.span(i, &a, from, to);
+            sum += rules.span_aabb(&sweep).min.x
+                + f32::from(u8::from(rules.span_clear_of_statics(&sweep)));
+            let mut t = from.div_ceil(frame_ticks) * frame_ticks;
+            while t <= to {
+                sum += rules.flight(&a, t).position.x;
+                t += frame_ticks;
+            }
+            from = to + 1;
+        }
+    }
+    sum
+}
 
 /// States kept per body before the buffer is reused (the engine's turns are up to 64 ticks).
 const QUEUE: usize = 64;
@@ -48,7 +83,10 @@ const ROUNDS: usize = 7;
 
 /// Bodies `lo..hi` of `rules` over `ticks` ticks; returns a sum that depends on every box, so
 /// that nothing is optimised away.
-fn fly(rules: &Rules, lo: usize, hi: usize, ticks: u64, layer: Layer) -> f32 {
+fn fly(rules: &Rules, lo: usize, hi: usize, (ticks, frame_ticks): (u64, u64), layer: Layer) -> f32 {
+    if layer == Layer::Spans {
+        return spans(rules, lo, hi, ticks, frame_ticks);
+    }
     let mut sum = 0.0f32;
     let mut states: Vec<BodyState> = rules.initial[lo..hi].to_vec();
     let anchors: Vec<Anchor> = states.iter().map(|&s| Anchor::at(0, s)).collect();
@@ -97,17 +135,18 @@ fn main() -> Result<(), String> {
         let rules = Rules::new(&scene)?;
         let bodies = rules.bodies();
         let ticks = u64::from(scene.world.ticks_per_second);
+        let run = (ticks, u64::from(scene.world.frame_ticks));
         let mut line = format!("| {name} | {bodies} |");
         for (layer, _) in LAYERS {
             let (mut one, mut two) = (Vec::new(), Vec::new());
             for _ in 0..ROUNDS {
                 let t = Instant::now();
-                std::hint::black_box(fly(&rules, 0, bodies, ticks, layer));
+                std::hint::black_box(fly(&rules, 0, bodies, run, layer));
                 one.push(t.elapsed().as_secs_f64());
                 let t = Instant::now();
                 std::thread::scope(|sc| {
-                    let a = sc.spawn(|| fly(&rules, 0, bodies / 2, ticks, layer));
-                    let b = fly(&rules, bodies / 2, bodies, ticks, layer);
+                    let a = sc.spawn(|| fly(&rules, 0, bodies / 2, run, layer));
+                    let b = fly(&rules, bodies / 2, bodies, run, layer);
                     std::hint::black_box(a.join().expect("no panic") + b);
                 });
                 two.push(t.elapsed().as_secs_f64());

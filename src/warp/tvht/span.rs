@@ -58,7 +58,7 @@ pub trait Flight: Send + Sync {
     /// A box that holds `body`'s box ([`Flight::aabb`]) at every tick of `from..=to`, flying
     /// from `anchor` (`anchor.tick <= from`), if the flight can bound one: the table then
     /// refines a pair by halving their common interval where their boxes over it overlap
-    /// ([`candidate_ticks`]), not tick by tick. `None` (the default): tick by tick.
+    /// (`candidate_ticks`), not tick by tick. `None` (the default): tick by tick.
     fn sweep(&self, body: BodyId, anchor: &Anchor, from: Tick, to: Tick) -> Option<Aabb> {
         let _ = (body, anchor, from, to);
         None
