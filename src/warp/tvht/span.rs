@@ -65,6 +65,41 @@ pub trait Flight: Send + Sync {
     }
 }
 
+/// What a record bucket holds over an interval of ticks, as a span being written meets it: a
+/// sleep record (one box and state throughout) or another span (flying from its anchor).
+pub(super) trait Held {
+    /// Its entity, its ticks `from..until` and the box that holds it at all of them.
+    fn held(&self) -> (EntityId, (Tick, Tick), Aabb);
+    /// It as an entry at `tick`.
+    fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry;
+    /// A box holding its box at every tick of `from..=to`, if known (see [`Flight::sweep`]).
+    fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb>;
+}
+
+impl Held for SleepRec {
+    fn held(&self) -> (EntityId, (Tick, Tick), Aabb) {
+        (self.entity, (self.from, self.until), self.aabb)
+    }
+    fn at(&self, _: &dyn Flight, tick: Tick) -> TvhtEntry {
+        SleepRec::at(self, tick)
+    }
+    fn sweep(&self, _: &dyn Flight, _: Tick, _: Tick) -> Option<Aabb> {
+        Some(self.aabb)
+    }
+}
+
+impl Held for SpanRec {
+    fn held(&self) -> (EntityId, (Tick, Tick), Aabb) {
+        (self.entity, (self.from, self.until), self.aabb)
+    }
+    fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry {
+        SpanRec::at(self, flight, tick)
+    }
+    fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb> {
+        flight.sweep(self.body, &self.anchor, from, to)
+    }
+}
+
 /// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]).
 const REFINE_TICKS: u64 = 4;
 
@@ -378,49 +413,27 @@ impl Tvht {
                 // Sleep records and spans, in its record-half buckets.
                 for &k in &keys[recs[j].clone()] {
                     let bucket = view.get(k);
-                    for r in &bucket.records {
-                        if r.entity == entity
-                            || !r.aabb.overlaps(&me.aabb)
-                            || self.sleep_slot(self.owner_cell(&r.aabb, &me.aabb)) != k
+                    let held = (bucket.records.iter().map(|r| r as &dyn Held))
+                        .chain(bucket.spans.iter().map(|s| s as &dyn Held));
+                    for o in held {
+                        let (who, (f, u), b) = o.held();
+                        if who == entity
+                            || !b.overlaps(&me.aabb)
+                            || self.sleep_slot(self.owner_cell(&b, &me.aabb)) != k
                         {
                             continue;
                         }
-                        let (lo, hi) = (r.from.max(from), r.until.min(last + 1));
+                        let (lo, hi) = (f.max(from), u.min(last + 1));
                         if lo < hi {
                             candidate_ticks(
                                 (lo, hi - 1),
                                 &|l, h| flight.sweep(me.body, &me.anchor, l, h),
-                                &|_, _| Some(r.aabb),
+                                &|l, h| o.sweep(flight, l, h),
                                 &mut |t| {
                                     if t > last {
                                         return false;
                                     }
-                                    if let Some(c) = me.meets_with(flight, &r.at(t), &mut at) {
-                                        meet(c, k, &mut last);
-                                    }
-                                    true
-                                },
-                            );
-                        }
-                    }
-                    for s in &bucket.spans {
-                        if s.entity == entity
-                            || !s.aabb.overlaps(&me.aabb)
-                            || self.sleep_slot(self.owner_cell(&s.aabb, &me.aabb)) != k
-                        {
-                            continue;
-                        }
-                        let (lo, hi) = (s.from.max(from), s.until.min(last + 1));
-                        if lo < hi {
-                            candidate_ticks(
-                                (lo, hi - 1),
-                                &|l, h| flight.sweep(me.body, &me.anchor, l, h),
-                                &|l, h| flight.sweep(s.body, &s.anchor, l, h),
-                                &mut |t| {
-                                    if t > last {
-                                        return false;
-                                    }
-                                    let other = s.at(flight, t);
+                                    let other = o.at(flight, t);
                                     if let Some(c) = me.meets_with(flight, &other, &mut at) {
                                         meet(c, k, &mut last);
                                     }

@@ -220,7 +220,6 @@ impl Tvht {
         live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
     ) -> Result<(), TvhtError> {
         let err = |s: String| Err(TvhtError::Invalid(s));
-        type RecKey = (EntityId, BodyId, u64, Tick);
         let mut recs: BTreeMap<RecKey, (SleepRec, Vec<usize>)> = BTreeMap::new();
         let mut woken = BTreeSet::new();
         for (k, b) in snap.iter().enumerate() {
@@ -228,21 +227,13 @@ impl Tvht {
             {
                 return err(format!("bucket {k} of entries holds sleep records"));
             }
-            for r in &b.records {
-                if r.from >= r.until {
-                    return err(format!("empty sleep record {r:?} in bucket {k}"));
-                }
-                if r.until <= floor {
-                    continue;
-                }
-                let c = recs
-                    .entry((r.entity, r.body, r.tag, r.from))
-                    .or_insert((*r, Vec::new()));
-                if c.0 != *r {
-                    return err(format!("sleep record copies differ: {:?} and {r:?}", c.0));
-                }
-                c.1.push(k);
-            }
+            copies(
+                k,
+                &b.records,
+                |r| (r.entity, r.body, r.tag, r.from, r.until),
+                floor,
+                &mut recs,
+            )?;
             for c in &b.woken {
                 let (tick, body) = (c.awake.tick, c.awake.body);
                 if tick < floor {
@@ -337,9 +328,9 @@ impl Tvht {
         live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
     ) -> Result<(), TvhtError> {
         let err = |s: String| Err(TvhtError::Invalid(s));
-        type Key = (EntityId, BodyId, u64, Tick);
-        let mut spans: BTreeMap<Key, (SpanRec, Vec<usize>)> = BTreeMap::new();
-        let mut sleepers: BTreeMap<Key, SleepRec> = BTreeMap::new();
+
+        let mut spans: BTreeMap<RecKey, (SpanRec, Vec<usize>)> = BTreeMap::new();
+        let mut sleepers: BTreeMap<RecKey, SleepRec> = BTreeMap::new();
         for (k, b) in snap.iter().enumerate() {
             if (k < self.buckets() || self.flight.is_none())
                 && !(b.spans.is_empty() && b.met.is_empty())
@@ -349,21 +340,13 @@ impl Tvht {
             for r in b.records.iter().filter(|r| r.until > floor) {
                 sleepers.insert((r.entity, r.body, r.tag, r.from), *r);
             }
-            for s in &b.spans {
-                if s.from >= s.until {
-                    return err(format!("empty span {s:?} in bucket {k}"));
-                }
-                if s.until <= floor {
-                    continue;
-                }
-                let c = spans
-                    .entry((s.entity, s.body, s.tag, s.from))
-                    .or_insert((*s, Vec::new()));
-                if c.0 != *s {
-                    return err(format!("span copies differ: {:?} and {s:?}", c.0));
-                }
-                c.1.push(k);
-            }
+            copies(
+                k,
+                &b.spans,
+                |s| (s.entity, s.body, s.tag, s.from, s.until),
+                floor,
+                &mut spans,
+            )?;
         }
         let Some(flight) = self.flight.as_deref() else {
             return Ok(());
@@ -476,4 +459,41 @@ impl Tvht {
         }
         Ok(())
     }
+}
+
+/// A record's key: entity, body, tag, first tick.
+type RecKey = (EntityId, BodyId, u64, Tick);
+
+/// Adds bucket `k`'s live records of one kind (sleep records or spans; `of` gives a record's
+/// key and its ticks `from..until`) to `seen`, each with the buckets that hold a copy: an error
+/// for an empty record, or for two copies of one record that differ.
+fn copies<R: Copy + PartialEq + std::fmt::Debug>(
+    k: usize,
+    records: &[R],
+    of: impl Fn(&R) -> (EntityId, BodyId, u64, Tick, Tick),
+    floor: Tick,
+    seen: &mut BTreeMap<RecKey, (R, Vec<usize>)>,
+) -> Result<(), TvhtError> {
+    for r in records {
+        let (entity, body, tag, from, until) = of(r);
+        if from >= until {
+            return Err(TvhtError::Invalid(format!(
+                "empty record {r:?} in bucket {k}"
+            )));
+        }
+        if until <= floor {
+            continue;
+        }
+        let c = seen
+            .entry((entity, body, tag, from))
+            .or_insert((*r, Vec::new()));
+        if c.0 != *r {
+            return Err(TvhtError::Invalid(format!(
+                "copies of a record differ: {:?} and {r:?}",
+                c.0
+            )));
+        }
+        c.1.push(k);
+    }
+    Ok(())
 }
