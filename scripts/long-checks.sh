@@ -5,8 +5,8 @@
 # which claims rest on them and when this last passed. Nothing is hard-coded: a test marked
 # `#[ignore]` anywhere in the workspace is run here.
 #
-#   scripts/long-checks.sh                       # all of them (more than an hour on 2 cores:
-#                                                # bouncing_2000 alone is about 50 minutes)
+#   scripts/long-checks.sh                       # all of them (about 5 minutes on 2 cores
+#                                                # since spans; bouncing_2000 about 2 of them)
 #   scripts/long-checks.sh --skip bouncing_2000  # all but the tests whose name contains it
 #   scripts/long-checks.sh --list                # what would run
 #
