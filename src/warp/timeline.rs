@@ -228,6 +228,30 @@ impl Timeline {
         matches!(self.locate(t).0.data, Data::Span(_))
     }
 
+    /// The last segment, to append ticks to: a new tick segment from `from` (the tick after
+    /// the LVT) if the last one is a span or there is none.
+    fn tick_seg_from(&mut self, from: Tick) -> &mut TickSeg {
+        if !matches!(
+            self.segs.back(),
+            Some(Seg {
+                data: Data::Ticks(_),
+                ..
+            })
+        ) {
+            self.segs.push_back(Seg {
+                from,
+                data: Data::Ticks(TickSeg::default()),
+            });
+        }
+        match self.segs.back_mut() {
+            Some(Seg {
+                data: Data::Ticks(d),
+                ..
+            }) => d,
+            _ => unreachable!("a tick segment was just made"),
+        }
+    }
+
     /// Appends tick `tick` (the one after the LVT, or the first): every body's state, box and
     /// tag, and a single body's anchor or a group's island.
     pub fn push_tick(
@@ -241,25 +265,7 @@ impl Timeline {
     ) {
         debug_assert!(self.segs.is_empty() || tick == self.lvt() + 1);
         debug_assert_eq!(states.len(), self.bodies);
-        if !matches!(
-            self.segs.back(),
-            Some(Seg {
-                data: Data::Ticks(_),
-                ..
-            })
-        ) {
-            self.segs.push_back(Seg {
-                from: tick,
-                data: Data::Ticks(TickSeg::default()),
-            });
-        }
-        let Some(Seg {
-            data: Data::Ticks(d),
-            ..
-        }) = self.segs.back_mut()
-        else {
-            unreachable!("a tick segment was just made")
-        };
+        let d = self.tick_seg_from(tick);
         d.states.extend(states);
         d.aabbs.extend(aabbs);
         d.tags.extend(tags);
@@ -280,29 +286,11 @@ impl Timeline {
         islands: impl IntoIterator<Item = Arc<Island>>,
     ) {
         debug_assert!(from == self.lvt() + 1 && entries.len() >= n * self.bodies);
-        if !matches!(
-            self.segs.back(),
-            Some(Seg {
-                data: Data::Ticks(_),
-                ..
-            })
-        ) {
-            self.segs.push_back(Seg {
-                from,
-                data: Data::Ticks(TickSeg::default()),
-            });
-        }
-        let Some(Seg {
-            data: Data::Ticks(d),
-            ..
-        }) = self.segs.back_mut()
-        else {
-            unreachable!("a tick segment was just made")
-        };
-        let done = &entries[..n * self.bodies];
+        let bodies = self.bodies;
+        let d = self.tick_seg_from(from);
+        let done = &entries[..n * bodies];
         d.states.extend(done.iter().map(|b| b.state));
         d.aabbs.extend(done.iter().map(|b| b.aabb));
-        let bodies = self.bodies;
         d.tags
             .extend((0..done.len()).map(|i| tag + (i / bodies) as u64));
         d.anchors.extend(anchors.iter().take(n).copied());
