@@ -14,7 +14,7 @@
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
 use super::runs::Snapshot;
 use super::sleep::SleepRec;
-use super::span::SpanRec;
+use super::span::{Held, SpanRec};
 use super::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::primitive::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -205,22 +205,23 @@ impl Tvht {
         }
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
             copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
-        self.validate_sleep(snap, floor, &live)?;
-        self.validate_spans(snap, floor, &live)
+        let sleepers = self.validate_sleep(snap, floor, &live)?;
+        self.validate_spans(snap, floor, &live, &sleepers)
     }
 
     /// The sleep records' invariants: each live record is in exactly the sleep buckets of its
     /// cells, with identical copies; a body's records and entries never share a tick; every
     /// sleep contact joins a live awake entry of another entity and a record at its tick, in
     /// their owner cell's sleep bucket, once; every such overlapping pair has its contact.
+    /// Returns the live records, each with the buckets holding it.
     fn validate_sleep(
         &self,
         snap: &[Bucket],
         floor: Tick,
         live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
-    ) -> Result<(), TvhtError> {
+    ) -> Result<SleepRecs, TvhtError> {
         let err = |s: String| Err(TvhtError::Invalid(s));
-        let mut recs: BTreeMap<RecKey, (SleepRec, Vec<usize>)> = BTreeMap::new();
+        let mut recs: SleepRecs = BTreeMap::new();
         let mut woken = BTreeSet::new();
         for (k, b) in snap.iter().enumerate() {
             if (k < self.buckets() || !self.sleep) && !(b.records.is_empty() && b.woken.is_empty())
@@ -313,7 +314,7 @@ impl Tvht {
                 return err(format!("body {body} has overlapping sleep records {s:?}"));
             }
         }
-        Ok(())
+        Ok(recs)
     }
 
     /// The span records' invariants (`span.rs`): each live span is in exactly the record-half
@@ -321,24 +322,22 @@ impl Tvht {
     /// record or span, never two; every contact of a span joins a live span and a live entry,
     /// sleep record or span of another entity whose boxes at its tick overlap, in their owner
     /// cell's record-half bucket, once; every such pair at a common live tick has its contact.
+    /// `sleepers` are the live sleep records ([`Tvht::validate_sleep`]).
     fn validate_spans(
         &self,
         snap: &[Bucket],
         floor: Tick,
         live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
+        sleepers: &SleepRecs,
     ) -> Result<(), TvhtError> {
         let err = |s: String| Err(TvhtError::Invalid(s));
-
+        let sleepers = || sleepers.values().map(|(r, _)| r);
         let mut spans: BTreeMap<RecKey, (SpanRec, Vec<usize>)> = BTreeMap::new();
-        let mut sleepers: BTreeMap<RecKey, SleepRec> = BTreeMap::new();
         for (k, b) in snap.iter().enumerate() {
             if (k < self.buckets() || self.flight.is_none())
                 && !(b.spans.is_empty() && b.met.is_empty())
             {
                 return err(format!("bucket {k} holds span records it cannot hold"));
-            }
-            for r in b.records.iter().filter(|r| r.until > floor) {
-                sleepers.insert((r.entity, r.body, r.tag, r.from), *r);
             }
             copies(
                 k,
@@ -353,7 +352,7 @@ impl Tvht {
         };
         // Where each span is, and that it shares no tick with its body's other presences.
         let mut taken: BTreeMap<BodyId, Vec<(Tick, Tick)>> = BTreeMap::new();
-        for r in sleepers.values() {
+        for r in sleepers() {
             taken.entry(r.body).or_default().push((r.from, r.until));
         }
         for (s, buckets) in spans.values() {
@@ -397,7 +396,7 @@ impl Tvht {
             if let Some(s) = spans.values().map(|x| &x.0).find(mine) {
                 return (s.at(flight, e.tick) == *e).then_some((true, s.aabb));
             }
-            if let Some(r) = sleepers.values().find(|r| {
+            if let Some(r) = sleepers().find(|r| {
                 r.entity == e.entity && r.body == e.body && r.tag == e.tag && r.covers(e.tick)
             }) {
                 return (r.at(e.tick) == *e).then_some((false, r.aabb));
@@ -441,13 +440,15 @@ impl Tvht {
                     .map(|(_, e)| *e)
                     .filter(|e| e.aabb.overlaps(&s.aabb)),
             );
-            for r in sleepers.values().filter(|r| r.aabb.overlaps(&s.aabb)) {
-                others.extend((r.from.max(ticks.start)..r.until.min(ticks.end)).map(|t| r.at(t)));
-            }
-            for (o, _) in spans.values().filter(|(o, _)| o.aabb.overlaps(&s.aabb)) {
-                others.extend(
-                    (o.from.max(ticks.start)..o.until.min(ticks.end)).map(|t| o.at(flight, t)),
-                );
+            let held = sleepers()
+                .map(|r| r as &dyn Held)
+                .chain(spans.values().map(|(o, _)| o as &dyn Held));
+            for o in held {
+                let (_, (from, until), b) = o.held();
+                if b.overlaps(&s.aabb) {
+                    let common = from.max(ticks.start)..until.min(ticks.end);
+                    others.extend(common.map(|t| o.at(flight, t)));
+                }
             }
             for x in others.iter().filter(|x| x.entity != s.entity) {
                 if let Some(c) = s.meets(flight, x)
@@ -463,6 +464,9 @@ impl Tvht {
 
 /// A record's key: entity, body, tag, first tick.
 type RecKey = (EntityId, BodyId, u64, Tick);
+
+/// The live sleep records, each with the buckets that hold a copy.
+type SleepRecs = BTreeMap<RecKey, (SleepRec, Vec<usize>)>;
 
 /// Adds bucket `k`'s live records of one kind (sleep records or spans; `of` gives a record's
 /// key and its ticks `from..until`) to `seen`, each with the buckets that hold a copy: an error
