@@ -141,15 +141,19 @@ impl Bucket {
             .find(|r| r.body == body && r.covers(tick))
     }
 
-    /// Whether `body` has a sleep record or a span covering a tick of `from..=to`.
-    pub(super) fn recorded(&self, body: BodyId, from: Tick, to: Tick) -> bool {
+    /// The first tick of `from..=to` that a sleep record of `body` covers (the first such
+    /// record's), or else a span of it, if any: a request for those ticks duplicates it.
+    pub(super) fn recorded(&self, body: BodyId, from: Tick, to: Tick) -> Option<Tick> {
+        let live = |b: BodyId, f: Tick, u: Tick| (b == body && f <= to && u > from).then_some(f);
         self.records
             .iter()
-            .any(|r| r.body == body && r.from <= to && r.until > from)
-            || self
-                .spans
-                .iter()
-                .any(|s| s.body == body && s.from <= to && s.until > from)
+            .find_map(|r| live(r.body, r.from, r.until))
+            .or_else(|| {
+                self.spans
+                    .iter()
+                    .find_map(|s| live(s.body, s.from, s.until))
+            })
+            .map(|f| f.max(from))
     }
 
     /// The entry of `body` at `tick`, if any.

@@ -142,24 +142,10 @@ impl Tvht {
             // extend keeps its box.
             for (b, ks) in bodies.iter().zip(sleep) {
                 for &k in &keys[ks.clone()] {
-                    if let Some(s) = view
-                        .get(k)
-                        .spans
-                        .iter()
-                        .find(|s| s.body == b.body && s.from <= to && s.until > from)
-                    {
-                        return Err(TvhtError::Duplicate {
-                            body: b.body,
-                            tick: s.from.max(from),
-                        });
+                    if let Some(tick) = view.get(k).recorded(b.body, from, to) {
+                        return Err(TvhtError::Duplicate { body: b.body, tick });
                     }
                     for r in view.get(k).records.iter().filter(|r| r.body == b.body) {
-                        if r.from <= to && r.until > from {
-                            return Err(TvhtError::Duplicate {
-                                body: b.body,
-                                tick: r.from.max(from),
-                            });
-                        }
                         if r.entity == entity && r.tag == tag && r.until == from && r.aabb != b.aabb
                         {
                             return Err(TvhtError::BoundsMismatch {

@@ -332,27 +332,8 @@ impl Tvht {
             // Nothing of these bodies at these ticks already.
             for (b, ks) in bodies.iter().zip(recs) {
                 for &k in &keys[ks.clone()] {
-                    let bucket = view.get(k);
-                    let live = |f: Tick, u: Tick| f <= to && u > from;
-                    if let Some(r) = bucket
-                        .records
-                        .iter()
-                        .find(|r| r.body == b.body && live(r.from, r.until))
-                    {
-                        return Err(TvhtError::Duplicate {
-                            body: b.body,
-                            tick: r.from.max(from),
-                        });
-                    }
-                    if let Some(s) = bucket
-                        .spans
-                        .iter()
-                        .find(|s| s.body == b.body && live(s.from, s.until))
-                    {
-                        return Err(TvhtError::Duplicate {
-                            body: b.body,
-                            tick: s.from.max(from),
-                        });
+                    if let Some(tick) = view.get(k).recorded(b.body, from, to) {
+                        return Err(TvhtError::Duplicate { body: b.body, tick });
                     }
                 }
             }
