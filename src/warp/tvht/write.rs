@@ -490,7 +490,7 @@ impl Tvht {
                     if planned
                         .sleep_slots(p)
                         .iter()
-                        .any(|&i| view.at(i).recorded(p.body, s.tick, s.tick))
+                        .any(|&i| view.at(i).recorded(p.body, s.tick, s.tick).is_some())
                     {
                         return Err(TvhtError::Duplicate {
                             body: p.body,
@@ -637,7 +637,12 @@ impl Tvht {
                         .at(at)
                         .spans
                         .iter()
-                        .filter(|q| self.sleep_slot(self.owner_cell(&me.aabb, &q.aabb)) == k)
+                        .filter(|q| {
+                            // The cheap tests before the owner cell's hash.
+                            q.covers(me.tick)
+                                && q.aabb.overlaps(&me.aabb)
+                                && self.sleep_slot(self.owner_cell(&me.aabb, &q.aabb)) == k
+                        })
                         .filter_map(|q| q.meets(flight, me))
                         .collect();
                     if !found.is_empty() {
