@@ -774,28 +774,34 @@ impl Entity {
         (ub, far): (Tick, Tick),
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
-        if self.fly(env, far, send)? {
-            return Ok(());
-        }
         let lvt = self.lvt();
-        let n = self.batch_len(env, lvt, ub);
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
         kicks.resize_with(1, Vec::new);
+        // The LVT's kicks (statics and known collisions) give the anchor after it, whether the
+        // body then flies a span or steps tick by tick.
         let mut s = self.line.state(env.rules, lvt, 0);
-        let mut a = self.line.anchor(lvt);
+        self.kicks(env, lvt, &s, &mut kicks[0]);
+        let mut a;
+        (a, s) = env
+            .rules
+            .advance(&self.line.anchor(lvt), &s, lvt, &mut kicks[0]);
+        self.scratch.kicks = kicks;
+        if self.fly(env, far, Some(a), send)? {
+            return Ok(());
+        }
+        let n = self.batch_len(env, lvt, ub);
+        let mut kicks = std::mem::take(&mut self.scratch.kicks);
         let mut new = std::mem::take(&mut self.scratch.entries);
         new.clear();
         let mut anchors = std::mem::take(&mut self.scratch.anchors);
         anchors.clear();
         for i in 0..n {
-            if i == 0 {
-                self.kicks(env, lvt, &s, &mut kicks[0]);
-            } else {
+            if i > 0 {
                 kicks[0].clear();
                 env.rules.static_kicks(me, &s, &mut kicks[0]);
+                (a, s) = env.rules.advance(&a, &s, lvt + i, &mut kicks[0]);
             }
-            (a, s) = env.rules.advance(&a, &s, lvt + i, &mut kicks[0]);
             anchors.push(a);
             if !(s.position.is_finite() && s.velocity.is_finite()) {
                 return Err(format!(
@@ -816,8 +822,8 @@ impl Entity {
         self.write(env, lvt, n, new, Vec::new(), send)
     }
 
-    /// A span of a single body from its LVT (see "Spans"): its kicks at the LVT give the
-    /// anchor it flies from; it flies the longest span up to `far` and its span limit (halving
+    /// A span of a single body from its LVT (see "Spans"): `single` is the anchor its kicks at
+    /// the LVT give it (`None` for a group, whose island holds it); it flies the longest span up to `far` and its span limit (halving
     /// it down to [`MIN_SPAN`]) that is clear of every static body and whose box covers at
     /// most [`SPAN_CELLS`] cells, written as one TVHT record that stops at the first tick that
     /// touches another body. Returns whether it flew (else the tick-by-tick step runs).
@@ -825,6 +831,7 @@ impl Entity {
         &mut self,
         env: &Env<'_>,
         far: Tick,
+        single: Option<Anchor>,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<bool, String> {
         let lvt = self.lvt();
@@ -837,7 +844,9 @@ impl Entity {
         // group's of one, its island's, if its step at the LVT is plain flight (no contact
         // known there, and an island that flight leaves as it is: awake, not resting, no warm
         // start); the span's sweep from the LVT on shows the rest.
-        let (anchor, island) = if self.grouped {
+        let (anchor, island) = if let Some(a) = single {
+            (a, None)
+        } else {
             let isl = self.line.island(lvt);
             if self.bodies.len() != 1
                 || isl.asleep
@@ -848,14 +857,6 @@ impl Entity {
                 return Ok(false);
             }
             (isl.anchors[0], Some(Arc::clone(isl)))
-        } else {
-            let s = self.line.state(rules, lvt, 0);
-            let mut kicks = std::mem::take(&mut self.scratch.kicks);
-            kicks.resize_with(1, Vec::new);
-            self.kicks(env, lvt, &s, &mut kicks[0]);
-            let (anchor, _) = rules.advance(&self.line.anchor(lvt), &s, lvt, &mut kicks[0]);
-            self.scratch.kicks = kicks;
-            (anchor, None)
         };
         let a = &anchor.state;
         if !(a.position.is_finite() && a.velocity.is_finite() && a.angular_velocity.is_finite()) {
@@ -930,7 +931,7 @@ impl Entity {
         (ub, far): (Tick, Tick),
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
-        if self.fly(env, far, send)? {
+        if self.fly(env, far, None, send)? {
             return Ok(());
         }
         let lvt = self.lvt();
