@@ -14,7 +14,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     #[cfg_attr(not(feature = "locks"), allow(unused_imports))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 
@@ -28,7 +28,7 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     #[cfg_attr(not(feature = "locks"), allow(unused_imports))]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
 

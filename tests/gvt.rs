@@ -6,8 +6,10 @@
 //! rollback there, as the protocol says it cannot be undone) and record them again with a new
 //! version of their states. A consumer thread drains committed frames while they run. Checks:
 //!
-//! Some entities record two ticks out of order (`t + 1` before `t`), which must not commit
-//! `t + 1` first; bodies are owned in contiguous blocks, so 64-body chunks fill separately.
+//! Now and then an entity records a span of several ticks at once (one record of an interval,
+//! as entities in flight do), and now and then it tries to record out of order (`t + 1`
+//! before `t`), which must be refused and change nothing; bodies are owned in contiguous
+//! blocks, so 64-body chunks fill separately.
 //!
 //! * recording never finds its tick committed (a tick never commits while a body is missing);
 //! * GVT only grows, ends at the last tick + 1, and no frame is drained ahead of it;
@@ -59,11 +61,29 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
             );
             last.insert(t, version);
         };
-        if lvt + 1 < end && lvt < g.lvt_upper_bound() && rng.next_u64() % 8 == 0 {
-            // Out of order: tick lvt + 1 first; it must not commit before tick lvt.
-            record(lvt + 1, &mut last);
+        let ub = g.lvt_upper_bound();
+        if lvt + 1 < end && lvt < ub && rng.next_u64() % 8 == 0 {
+            // Out of order: tick lvt + 1 first is refused, and changes nothing.
+            let early = [(bodies[0], state(bodies[0], lvt + 1, version + 1000))];
+            assert!(
+                matches!(g.record(lvt + 1, &early), Err(GvtError::OutOfOrder { .. })),
+                "a record out of order was not refused"
+            );
             record(lvt, &mut last);
-            lvt += 1;
+        } else if lvt + 1 < end && lvt < ub && rng.next_u64() % 4 == 0 {
+            // A span: several ticks in one record.
+            let upto = (lvt + 1 + rng.next_u64() % 6).min(end - 1).min(ub);
+            let n = (upto + 1 - lvt) as usize;
+            let v = version;
+            assert_eq!(
+                g.record_span(lvt, n, bodies, |i, j| state(bodies[j], lvt + i as Tick, v)),
+                Ok(()),
+                "ticks {lvt}..={upto} committed without us"
+            );
+            for t in lvt..=upto {
+                last.insert(t, version);
+            }
+            lvt = upto;
         } else {
             record(lvt, &mut last);
         }
@@ -184,8 +204,8 @@ fn frames_every_4_ticks_48_threads() {
 }
 
 /// Chunks smaller than an entity's share (the engine's size for 16 workers, and single bodies):
-/// most records fill chunks and most rollbacks empty them, so the counting sections race the
-/// bit sections of other entities on every tick.
+/// most records raise a chunk's minimum and try to commit, so commits race the records and
+/// rollbacks of other entities on every tick.
 #[test]
 fn small_chunks_count_every_tick_16_threads() {
     for &b in Backend::COMPILED {

@@ -25,27 +25,32 @@
 //! succeeded), and never changed after commit (a refused operation changed nothing; the
 //! committed ticks stay refused at the end).
 //!
-//! Negative control: `TIMEWARP_BROKEN=gvt_count_check_outside` checks that every body has
-//! recorded the tick in a section of its own and commits in a second one; loom must find the
-//! interleaving where B's rollback slips between the two and the tick commits without B.
-//! `TIMEWARP_BROKEN=gvt_commit_trusts_count` commits on the counter of full chunks alone
-//! (a record or rollback changes the counter in a section after its chunks, see the GVT
-//! buffer's "Counting"): loom must find the interleaving where A's record fills the chunk, B's
-//! rollback empties it, and A's count change commits the tick without B.
+//! Negative controls: `TIMEWARP_BROKEN=gvt_commit_min_outside` reads the least front in a
+//! section of its own and moves the clock to it in a second one; loom must find the
+//! interleaving where B's rollback slips between the two and tick 1 commits without B.
+//! `TIMEWARP_BROKEN=gvt_unrecord_trusts_word` makes a rollback check the GVT word (read before
+//! its section, and raised only after a commit's frames are copied) instead of the clock:
+//! loom must find the rollback that takes back tick 1 after its commit, before the word rose.
+//! Both show as a rollback that succeeded followed by a refused re-record (`GVT COMMITTED A
+//! TICK WITHOUT A BODY`).
 //!
-//! Each assertion has a message of its own, so that a control shows which it broke: a tick
-//! committed while B's rollback had taken its record away shows either as a rollback that
-//! succeeded followed by a refused re-record (`GVT COMMITTED A TICK WITHOUT A BODY`), or as
-//! the buffer's own check in B's rollback, whose count change finds the tick committed between
-//! its two sections (`GVT ROLLBACK FOUND ITS TICK COMMITTED HALFWAY`); `run-models.sh` names
-//! which one each control must fail with.
+//! A second model checks liveness with spans: A records ticks 0 and 1 one at a time while B
+//! records both in one span. Whichever record completes a tick must see it committed, through
+//! the handshake of the GVT buffer's "Liveness": after its section a record fences and reads
+//! the GVT word; a committer raises the word, fences and commits again. Its negative control,
+//! `TIMEWARP_BROKEN=gvt_commit_no_retry`, drops the committer's second look: loom must find
+//! the interleaving where A completes tick 1 while B's commit of tick 0 has not raised the word
+//! yet, so A leaves the commit to B, which never looks again (`GVT LEFT COMPLETE TICKS
+//! UNCOMMITTED`).
 //!
-//! Each runs with one chunk of both bodies and again with one body per chunk (every record and
-//! rollback then also changes the tick's counter in a section of its own, see "Counting").
+//! Each assertion has a message of its own, so that a control shows which it broke;
+//! `run-models.sh` names which one each control must fail with.
 //!
-//! Preemption bounds: under locks the model is explored exhaustively (bound 20, the count
-//! unchanged at 30, also with a body per chunk: 376,695 executions); under the STM, whose
-//! sections are many more atomic steps, bound 2.
+//! The first model runs with one chunk of both bodies and again with one body per chunk
+//! (a record then raises its chunk's minimum and tries to commit every time).
+//!
+//! Preemption bounds: under locks the models are explored exhaustively (bound 20); under the
+//! STM, whose sections are many more atomic steps, bound 2.
 #![cfg(all(loom, feature = "engine"))]
 
 use glam::{Quat, Vec3};
@@ -132,13 +137,6 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
                     "GVT COMMITTED A TICK WITHOUT A BODY: B's rollback of tick 1 succeeded, then its re-record was refused as committed"
                 )
             }
-            // The buffer's own check: a rollback's count change found its tick committed
-            // (the commit came between the rollback's sections).
-            (Err(GvtError::Invalid(e)), r1) => {
-                panic!(
-                    "GVT ROLLBACK FOUND ITS TICK COMMITTED HALFWAY: B's rollback of tick 1: {e}; its re-record: {r1:?}"
-                )
-            }
             other => panic!(
                 "GVT ROLLBACK AND RE-RECORD MATCH NO SERIAL ORDER: B's rollback and re-record of tick 1: {other:?}"
             ),
@@ -183,30 +181,6 @@ fn gvt_records_and_rollbacks_locks() {
     );
 }
 
-/// The same with a window of 8: the buffer keeps ticks in blocks of 2, so ticks 0 and 1 share
-/// their slots (tick 0's commit marks it done in the block, tick 1's moves the block on).
-#[test]
-fn gvt_records_and_rollbacks_blocks_locks() {
-    model(
-        "gvt_records_and_rollbacks_blocks_locks",
-        Backend::Locks,
-        LOCKS_PREEMPTIONS,
-        8,
-        64,
-    );
-}
-
-#[test]
-fn gvt_records_and_rollbacks_blocks_stm() {
-    model(
-        "gvt_records_and_rollbacks_blocks_stm",
-        Backend::Stm,
-        STM_PREEMPTIONS,
-        8,
-        64,
-    );
-}
-
 #[test]
 fn gvt_records_and_rollbacks_stm() {
     model(
@@ -218,10 +192,8 @@ fn gvt_records_and_rollbacks_stm() {
     );
 }
 
-/// The same with one body per chunk (the engine uses chunks of 8 to 64): each record of a
-/// tick fills its chunk and each rollback empties it, so every one of them is two sections,
-/// and a tick commits only when its counter reaches both chunks (see the GVT buffer's
-/// "Counting").
+/// The same with one body per chunk (the engine uses chunks of 8 to 64): each record raises
+/// its chunk's minimum, so each tries to commit, racing the other's records and rollback.
 #[test]
 fn gvt_records_and_rollbacks_chunk_per_body_locks() {
     model(
@@ -242,4 +214,61 @@ fn gvt_records_and_rollbacks_chunk_per_body_stm() {
         8,
         1,
     );
+}
+
+/// A records ticks 0 and 1 one at a time, B both in one span; a body per chunk. Every
+/// interleaving must end with both ticks committed and their frames handed out once, in order.
+fn span_model(name: &str, backend: Backend, preemptions: usize) {
+    timewarp_loom_tests::model_bounded(name, preemptions, move || {
+        let config = GvtConfig {
+            bodies: 2,
+            start_tick: 0,
+            frame_ticks: 1,
+            window: 2,
+            slack: 1,
+            chunk: 1,
+        };
+        let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
+        let ga = g.clone();
+        let a = thread::spawn(move || {
+            [
+                ga.record(0, &[(0, st(0, 0, false))]),
+                ga.record(1, &[(0, st(0, 1, false))]),
+            ]
+        });
+        let gb = g.clone();
+        let b = thread::spawn(move || gb.record_span(0, 2, &[1], |i, _| st(1, i as Tick, false)));
+        let [a0, a1] = a.join().unwrap();
+        let b01 = b.join().unwrap();
+        ok("A's record of tick 0", a0);
+        ok("A's record of tick 1", a1);
+        ok("B's span of ticks 0 and 1", b01);
+        let gvt = g.gvt();
+        assert!(
+            gvt == 2,
+            "GVT LEFT COMPLETE TICKS UNCOMMITTED: both bodies recorded ticks 0 and 1, GVT is {gvt}"
+        );
+        let frames = g.drain_committed();
+        let want = vec![
+            (0, vec![st(0, 0, false), st(1, 0, false)]),
+            (1, vec![st(0, 1, false), st(1, 1, false)]),
+        ];
+        assert!(
+            frames == want,
+            "GVT COMMITTED THE WRONG FRAMES: committed frames {frames:?}, expected {want:?}"
+        );
+        if let Err(e) = g.validate() {
+            panic!("GVT BUFFER INVARIANT BROKEN AFTER THE RACE: {e}");
+        }
+    });
+}
+
+#[test]
+fn gvt_span_commits_locks() {
+    span_model("gvt_span_commits_locks", Backend::Locks, LOCKS_PREEMPTIONS);
+}
+
+#[test]
+fn gvt_span_commits_stm() {
+    span_model("gvt_span_commits_stm", Backend::Stm, STM_PREEMPTIONS);
 }

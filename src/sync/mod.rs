@@ -37,11 +37,11 @@ pub use table::{Table, View};
 /// it (`loom-tests/run-models.sh`): `unsorted_locks` (the lock backend locks keys in the given
 /// order, not ascending: Lemma 1 no longer holds), `unguarded_tvht` (a TVHT write or delete
 /// runs on copies read in one section and written back in another, outside any guard),
-/// `gvt_count_check_outside` (the GVT buffer checks that every body has recorded a tick in a
-/// section of its own, then commits it in another without checking again),
-/// `gvt_commit_trusts_count` (a GVT commit trusts the tick's counter of full chunks and does
-/// not look at the chunks, which a rollback may have emptied while its count change is still
-/// to come),
+/// `gvt_commit_min_outside` (a GVT commit reads the least front in a section of its own, then
+/// moves the clock to it in another without reading the fronts again),
+/// `gvt_unrecord_trusts_word` (a GVT rollback checks the GVT word read before its section
+/// instead of the clock in it), `gvt_commit_no_retry` (a GVT committer does not commit again
+/// after raising the GVT word, the committer's half of the liveness handshake),
 /// `record_before_ack` (a warp entity records ticks in the GVT buffer without waiting for the
 /// acks of the events and antievents it sent at them: the resolve phase is skipped),
 /// `unguarded_groups` (every operation on the warp engine's island graph runs on copies read in
@@ -55,11 +55,12 @@ pub use table::{Table, View};
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 10] = [
+    const KNOWN: [&str; 11] = [
         "unsorted_locks",
         "unguarded_tvht",
-        "gvt_count_check_outside",
-        "gvt_commit_trusts_count",
+        "gvt_commit_min_outside",
+        "gvt_unrecord_trusts_word",
+        "gvt_commit_no_retry",
         "record_before_ack",
         "unguarded_groups",
         "no_announcement_recheck",

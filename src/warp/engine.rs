@@ -676,7 +676,11 @@ impl Shared<'_> {
         let mut stash = Vec::new();
         let mut next_tag = 0;
         let mut stats = EntityStats::default();
-        for d in &undo.deleted {
+        // Newest first: a body's GVT records are a prefix of the ticks, so the groups it was
+        // in take theirs back from the last one, each a suffix (see `gvt`).
+        let mut deleted = undo.deleted.clone();
+        deleted.sort_by_key(|d| std::cmp::Reverse(d.birth));
+        for d in &deleted {
             let (e, ended) = match grave.remove(d) {
                 Some(b) => {
                     bury(&b);

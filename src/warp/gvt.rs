@@ -9,20 +9,32 @@
 //! global virtual time (GVT) is then the first tick not yet committed; everything before it is
 //! final, and entities may run ahead only to `LVT_ub = GVT + window` (Section 3 and Algorithm 5).
 //!
+//! ## Bodies over intervals, not ticks
+//!
+//! The paper counts entities per tick. A body in flight records a whole span of ticks at once
+//! (Mirtich, seed 001, Section 3.3: work follows the intervals between events, not the ticks),
+//! so here the buffer counts bodies over intervals: a body's records are always a prefix of
+//! the ticks, and all the buffer keeps of them is one number, the body's **front**, the first
+//! tick it has not recorded. A record of ticks `a..b` (one tick or a span of hundreds) moves
+//! the front from `a` to `b`; a rollback takes back a suffix `r..front` and moves it back to
+//! `r`. Tick `t` is complete when every front is past it, so the first uncommitted tick is the
+//! least front: `GVT = min over bodies of front`.
+//!
 //! ## Contract
 //!
-//! * An entity [`record`](GvtBuffer::record)s tick `t` for its bodies only when its state at
-//!   `t` is final as far as it knows: every event it sent at ticks `<= t` has been
-//!   acknowledged, and every event it received at ticks `<= t` has been applied. (This is what
-//!   makes a committed tick final: an event at `t` can then only come from an entity that has
-//!   not recorded `t`, so `t` is not committed yet.)
-//! * On rollback to `r` it [`unrecord`](GvtBuffer::unrecord)s every tick `> r` it had
-//!   recorded, newest first. Unrecording a committed tick is refused
+//! * An entity [`record_span`](GvtBuffer::record_span)s ticks `a..b` for its bodies only when
+//!   their states at those ticks are final as far as it knows: every event it sent at ticks
+//!   `< b` has been acknowledged, and every event it received at ticks `< b` has been applied.
+//!   (This is what makes a committed tick final: an event at `t` can then only come from an
+//!   entity that has not recorded `t`, so `t` is not committed yet.) `a` must be each body's
+//!   front: a body records its ticks in order, without gaps ([`GvtError::OutOfOrder`]).
+//! * On rollback to `r` it [`unrecord_ticks`](GvtBuffer::unrecord_ticks) `r + 1..front`, a
+//!   suffix of what it recorded. Taking back a committed tick is refused
 //!   ([`GvtError::Committed`]): the protocol guarantees it never happens.
-//! * Tick `t` is **committed** when all bodies have recorded it and `t - 1` is committed.
-//!   Commits are final and happen in tick order, each exactly once; [`gvt`](GvtBuffer::gvt)
-//!   (an atomic read) is the first uncommitted tick and never decreases (it may lag a commit
-//!   in progress by a moment, never lead it).
+//! * Tick `t` is **committed** when every body's front is past it. Commits are final and
+//!   happen in tick order, each exactly once; [`gvt`](GvtBuffer::gvt) (an atomic read) is the
+//!   first uncommitted tick as published and never decreases (it may lag a commit in
+//!   progress by a moment, never lead it).
 //! * Every `frame_ticks`-th tick is a **frame**: when it commits, the states recorded for it by
 //!   all bodies, in body order, are queued for the output;
 //!   [`drain_committed`](GvtBuffer::drain_committed) hands them out in tick order, each once,
@@ -30,130 +42,74 @@
 //!
 //! ## Layout
 //!
-//! A ring of at least `window + slack` ticks, reused as GVT advances, so memory is flat, cut
-//! into **blocks** of `block` consecutive ticks (a power of two: a quarter of the window, at
-//! most 16, so 16 with the scenes' window of 256 and 1 for tiny windows). A block is split into
-//! chunks of up to 64 bodies (per tick a presence bit mask; see "Chunk size") plus a counter
-//! of full chunks per tick,
-//! and its frame ticks' states are kept in groups of 8 bodies (see "States"); each chunk, each
-//! counter and each group is one slot of one [`Table`] of the [`sync`](crate::sync) seam, and
-//! a chunk or counter slot knows which block it holds (`base`) and how many of its ticks are
-//! committed (`done`). An entity that records a batch of 64
-//! ticks thus names four or five slots, not 64: under the STM each is copied and written back
-//! as a new allocation, and under locks each is a mutex (blocks took a tenth off the STM's
-//! instructions on `parallel`, and its 2-thread runs 1.1x faster). Inside the section a record
-//! works a chunk and a block at a time, not a body and a tick: a tick's bodies of one chunk
-//! are one mask, and the ticks of a block a slice of the slot's words, checked in one pass and
-//! set in a second (a failed check then looks again, tick by tick, to name the first body at
-//! fault). This halved the instructions of records on `parallel` (callgrind). The ring holds
-//! every tick up to `LVT_ub` while GVT's own block is still in use: at least `window + block`
-//! ticks.
+//! One [`Table`] of the [`sync`](crate::sync) seam: a **chunk** slot per `chunk` consecutive
+//! bodies, holding their fronts and the least of them (the chunk's minimum), and one **clock**
+//! slot, holding the committed GVT. A record names its bodies' chunk slots only (one slot for
+//! a single body, whatever the length of its span); a rollback names them and the clock; a
+//! commit names the clock and every chunk.
 //!
-//! Committing tick `t` is one section over the counter and chunks of `t`'s block (and the
-//! counter of `t - 1`'s block when `t` starts a block, and the states slots when `t` is a frame
-//! tick). `t - 1` is committed when the counter's `done` passed it (or its block's slot moved
-//! on, `base` one ring later); `t` commits only if the counter says every chunk is full *and*
-//! every chunk is; the commit of a block's last tick moves its slots on to the block one ring
-//! later. The record that completes a tick then commits it and any complete ticks after it; the
-//! commit of `t - 1` also tries `t`, so a complete tick is committed by whichever of the two
-//! happens last: none is left behind. No global word is written inside a section; the GVT
-//! atomic is raised after.
+//! ## Committing
+//!
+//! A commit is one section: it reads the clock `g` and every chunk's minimum, and if their
+//! least `m` is past `g` it sets the clock to `m`: ticks `g..m` are committed. Then, outside
+//! the section, it copies the frames of `g..m` out and raises the GVT word to `m`, then tries
+//! again (see *Liveness*).
+//! * *Safety.* The commit reads every front in the section that moves the clock, and a
+//!   rollback reads the clock in the section that moves a front back, so one of the two sees
+//!   the other: a rollback after the commit is refused, a rollback before it is seen. No tick
+//!   is committed while a body is missing, and none is taken back once committed.
+//! * *Liveness.* Only a record can complete a tick, by raising its chunk's minimum from `m0`.
+//!   After its section it issues a `SeqCst` fence and reads the GVT word: if the word has
+//!   reached `m0`, its chunk may have been holding GVT back and it commits. If the word is
+//!   still short of `m0`, a commit up to `m0` is in progress (or will be, by whichever record
+//!   completes those ticks); that committer raises the word, issues a `SeqCst` fence and
+//!   commits again. The two fences make the pair a Dekker handshake: either the record sees
+//!   the raised word, or the committer's second section sees the record's front. So every
+//!   complete tick is committed by someone, and at rest the clock equals the least front
+//!   ([`validate`](GvtBuffer::validate) checks it; loom checks the handshake).
+//!
+//! ## Frame states
+//!
+//! The states of frame ticks live beside the table, in a ring of cells per body: `frames`
+//! frame ticks, enough for `window + slack` ticks and one frame more. A record writes its
+//! bodies' cells for the frame ticks of its interval *before* its section, and a commit's
+//! copy reads them *after* the section that committed them, so a committed frame holds each
+//! body's last record of it (a body writes a tick's cell again only after taking its record
+//! back, which a commit then either saw or refused). The cell of tick `t` is written next for
+//! tick `t + ring`, which a record refuses ([`GvtError::BeyondWindow`]) until the GVT word
+//! passes `t`, and the word is raised only after the frames below it are copied. Cells are
+//! words of atomic bits (relaxed): the sections and the GVT word give the ordering, and the
+//! atomics keep even a caller that breaks the contract (two threads recording one body) free
+//! of data races.
 //!
 //! ## Chunk size
 //!
-//! A chunk slot is where records of different entities meet: two workers recording bodies
-//! of one chunk in the same block name the same slot, and one of them waits (locks) or runs
-//! its section again (STM). Few bodies per chunk means fewer such meetings but more slots for
-//! a commit to name and more records that fill a chunk and so take a counting section. The
-//! size is a power of two, so that a body's chunk and bit are a shift and a mask (a record asks
-//! for them at every tick of every body). The engine picks it from its worker count and the
-//! number of bodies ([`GvtConfig::chunk_for`]): 64 bodies up to 4 workers, then halved as the workers double,
-//! down to 8 from 32 on, but no smaller than makes 128 chunks (a commit names every chunk of
-//! its tick, and where the bodies' work per tick is small, as in sleeping pyramids, that is
-//! what a tick costs). Measured on a lent 16-core Xeon (2000 bodies over 1 s, groups off,
-//! medians of 3 alternating runs, wall time relative to chunks of 64): at 16 workers, chunks of
-//! 16 took 0.79x (`cylinders`) to 0.92x (`parallel`) under the STM, whose GVT abort ratio fell
-//! from 0.56-0.65 to 0.24-0.37, and 0.73x / 0.86x under locks (`bouncing` 0.90x STM, 1.08x
-//! locks); at 4 workers every size from 8 to 64 was within 0.94-1.15x, 64 the best or near it;
-//! on one worker chunks of 16 cost 1-2% more instructions (callgrind). Without the cap,
-//! `pyramids` 10010 with contact groups at 16 workers took 1.29x as long (626 chunks of 16;
-//! with it, 157 of 64 as before). Committed frames do not depend on the size.
-//!
-//! ## States
-//!
-//! A frame tick's states, one per body, are what the output gets when it commits. A record of
-//! a frame tick writes each of its bodies' states into the **states slot** of its group of 8
-//! bodies for that block, in the same section as its bits; the commit of a frame tick names
-//! every group's slot and copies the states out. A states slot keeps no block of its own: it
-//! is written only in a section that found the chunk slot of the same tick live (so the slot
-//! then belongs to that tick's block), and read only by the commit, which sees every bit set,
-//! so every body's last record of the tick, after any rollback, wrote its state there. The
-//! states used to live in the chunk slots, 64 to a slot: under the STM every record copied
-//! about 4 KB per block it named, frame tick or not, and a slot last written by the other
-//! core came over whole (`cylinders` 2000 over 0.5 s, STM: 2-9% less wall time on one
-//! worker, 3-5% less CPU time on two; the lock build's instructions rose 1.8% for the extra
-//! slots named).
-//!
-//! An entity records all the ticks it finished in a turn at once
-//! ([`record_ticks`](GvtBuffer::record_ticks)) and a rollback takes back all its ticks at once
-//! ([`unrecord_ticks`](GvtBuffer::unrecord_ticks)).
-//!
-//! ## Counting
-//!
-//! A record is **two sections**. The first, over its bodies' chunks only, checks that every
-//! tick is still in the ring and not recorded, and sets the bits (all or nothing). The second,
-//! only if some chunk became full, adds those chunks to their ticks' counters; a rollback's
-//! two sections clear bits and subtract. So the bodies of different chunks recording the same
-//! ticks share no slot at all, and those of one chunk only that chunk's slot: the counters,
-//! which every record used to name (read under the STM, locked under locks) so that all
-//! entities recording nearby ticks queued on the same few slots, are touched by one record per
-//! chunk and tick (measured by `sync`'s per-class counts: the GVT buffer's sections were the most
-//! often re-run of the STM's).
-//!
-//! Between its two sections a counter lags its chunks, so a commit checks the chunks
-//! themselves, and the counting sections are what make the last step happen:
-//! * *Safety.* A tick commits only in a section that sees every chunk full, so never while a
-//!   body is missing; the commit marks `t` done in its block's chunks (or moves them on a
-//!   ring), so a later record or rollback of `t` is refused by its first section.
-//! * *No count is lost.* A chunk emptied by a rollback stays not full until the same body
-//!   records again, which its entity does only after its subtraction; so while a change to a
-//!   tick's counter is pending, some chunk of it is not full or the counter is short, and the
-//!   tick cannot commit: a counting section always finds its tick's slot (it is an error, not a
-//!   silent skip, if it does not).
-//! * *Liveness.* Each counting section changes the counter, so the last one applied for a tick
-//!   leaves it at its final value. If every chunk ends full, that last change is an addition
-//!   (an emptying's subtraction comes before its body's new record, whose addition follows), made
-//!   when every bit is already set (a bit that fills a chunk later would bring another
-//!   addition): it sees the counter reach every chunk and calls the commit, which finds all full.
-//!   A counter may dip below zero or run past the number of chunks while changes are pending;
-//!   at rest it equals the number of full chunks (`validate`).
+//! A chunk slot is where records of different entities meet: two workers recording bodies of
+//! one chunk name the same slot, and one of them waits (locks) or runs its section again
+//! (STM); a commit names every chunk. The size is a power of two up to 64, picked from the
+//! worker count and the number of bodies ([`GvtConfig::chunk_for`]): 64 bodies up to 4
+//! workers, then halved as the workers double, down to 8 from 32 on, but no smaller than
+//! makes 128 chunks. Committed frames do not depend on the size. (The rule was measured with
+//! the earlier buffer of per-tick bits; `docs/results.md` has the figures.)
 
 use super::{BodyId, Tick};
 use crate::dynamics::BodyState;
-use crate::primitive::{AtomicU64, Mutex, Ordering};
-use crate::sync::{Backend, Class, Table, View};
+use crate::primitive::{AtomicU64, Mutex, Ordering, fence};
+use crate::sync::{Backend, Class, Table};
 use glam::{Quat, Vec3};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 
-/// Bodies per chunk at most (a chunk's bits are one `u64` per tick).
+/// Bodies per chunk at most.
 const MAX_CHUNK: usize = 64;
 
 /// Chunks [`GvtConfig::chunk_for`] makes at most, unless they would hold more than
-/// [`MAX_CHUNK`] bodies: every commit names every chunk of its tick.
+/// [`MAX_CHUNK`] bodies: every commit names every chunk.
 const MAX_CHUNKS: usize = 128;
 
-/// Bodies per group of frame states (see "States" in the module documentation).
-const GROUP: usize = 8;
-
-/// The state stored before a body records a frame tick.
-const BLANK: BodyState = BodyState {
-    position: Vec3::ZERO,
-    rotation: Quat::IDENTITY,
-    velocity: Vec3::ZERO,
-    angular_velocity: Vec3::ZERO,
-};
+/// The key of the clock slot (chunk `c`'s is `1 + c`).
+const CLOCK: usize = 0;
 
 /// The buffer's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,12 +122,11 @@ pub struct GvtConfig {
     pub frame_ticks: u64,
     /// `LVT_ub - GVT` (>= 1).
     pub window: u64,
-    /// Extra ticks of ring beyond the window (>= 1), so that a tick at `LVT_ub` has a slot (the
-    /// ring is then rounded up to whole blocks, and to at least `window + block` ticks).
+    /// Extra ticks of frame ring beyond the window (>= 1), so that a record up to `LVT_ub`
+    /// has cells for its frames while the frames behind GVT are copied out.
     pub slack: u64,
     /// Bodies per chunk slot, a power of two up to 64 (see "Chunk size" in the module
-    /// documentation;
-    /// [`GvtConfig::chunk_for`] picks it for an engine).
+    /// documentation; [`GvtConfig::chunk_for`] picks it for an engine).
     pub chunk: usize,
 }
 
@@ -209,10 +164,16 @@ pub enum GvtError {
     AlreadyRecorded { body: BodyId, tick: Tick },
     /// `unrecord` of a body that has not recorded this tick.
     NotRecorded { body: BodyId, tick: Tick },
+    /// A record that does not start at the body's front, or a rollback that does not end
+    /// there: a body records and takes back its ticks in order.
+    OutOfOrder {
+        body: BodyId,
+        tick: Tick,
+        front: Tick,
+    },
     /// The tick is committed (behind GVT): it cannot change any more.
     Committed { tick: Tick },
-    /// The tick is beyond the ring: its block's slots still hold the block one ring earlier
-    /// (the tick is at least `window + slack` ticks past GVT).
+    /// The tick is beyond the ring of frame cells (at least `ring` ticks past the GVT word).
     BeyondWindow { tick: Tick, gvt: Tick, ring: u64 },
     /// `validate` found a broken invariant.
     Invalid(String),
@@ -231,6 +192,11 @@ impl fmt::Display for GvtError {
             GvtError::NotRecorded { body, tick } => {
                 write!(f, "body {body} has not recorded tick {tick}")
             }
+            GvtError::OutOfOrder { body, tick, front } => write!(
+                f,
+                "body {body} has recorded the ticks before {front}, not up to tick {tick} \
+                 (a body records and takes back its ticks in order)"
+            ),
             GvtError::Committed { tick } => {
                 write!(f, "tick {tick} is already committed (behind GVT)")
             }
@@ -245,83 +211,72 @@ impl fmt::Display for GvtError {
 
 impl std::error::Error for GvtError {}
 
-/// Ticks per slot at most (see "Blocks" in the module documentation).
-const MAX_BLOCK: usize = 16;
-
-/// One slot: a block of `block` consecutive ticks from `base` (a multiple of `block`), of
-/// which those before `base + done` are committed.
+/// One slot of the table.
 #[derive(Clone, Debug)]
 enum Slot {
-    /// How many chunks of each tick of the block are full, as far as the counting sections
-    /// applied so far say (see "Counting"; a count may dip below zero or run ahead for a
-    /// moment).
-    Count {
-        base: Tick,
-        done: u64,
-        full: [i64; MAX_BLOCK],
-    },
-    /// Which bodies of the chunk have recorded each tick of the block.
-    Chunk {
-        base: Tick,
-        done: u64,
-        bits: [u64; MAX_BLOCK],
-    },
-    /// The states a group of [`GROUP`] bodies recorded for the frame ticks of a block (`group
-    /// length` states per frame tick, in tick order; room for the most frame ticks a block
-    /// can have). Which block it holds is its chunk slots' to say: a record names both, and a
-    /// state is read only by the commit of its tick (see "States").
-    States { states: Vec<BodyState> },
+    /// The committed GVT: every tick before it is committed.
+    Clock { committed: Tick },
+    /// The fronts of a chunk's bodies (the first tick each has not recorded) and the least
+    /// of them.
+    Chunk { front: Vec<Tick>, min: Tick },
 }
 
 impl Slot {
-    /// The block held and how many of its ticks are committed (of a counter or chunk slot).
-    fn base_done(&self) -> (Tick, u64) {
-        match *self {
-            Slot::Count { base, done, .. } | Slot::Chunk { base, done, .. } => (base, done),
-            Slot::States { .. } => unreachable!("a states slot keeps no block"),
+    fn committed(&self) -> Tick {
+        match self {
+            Slot::Clock { committed } => *committed,
+            Slot::Chunk { .. } => unreachable!("a chunk slot holds no clock"),
+        }
+    }
+
+    fn min(&self) -> Tick {
+        match self {
+            Slot::Chunk { min, .. } => *min,
+            Slot::Clock { .. } => unreachable!("the clock slot holds no fronts"),
         }
     }
 }
 
-/// Consecutive bodies of one record tick that share a chunk: the bits they set in its slot,
-/// and their places in the tick's body list.
-#[derive(Clone, Debug)]
-struct ChunkRun {
-    chunk: usize,
-    mask: u64,
-    bodies: std::ops::Range<usize>,
-}
+/// Words of a cell: the 13 floats of a [`BodyState`], two to a word.
+const CELL_WORDS: usize = 7;
 
-/// Consecutive ticks of a record (places in the request) in one block with the same bodies,
-/// and their runs (places in the record's list of runs).
-#[derive(Clone, Debug)]
-struct Stretch {
-    ticks: std::ops::Range<usize>,
-    runs: std::ops::Range<usize>,
-}
+/// One body's state at one frame tick, as the bits of its floats (see "Frame states").
+struct Cell([AtomicU64; CELL_WORDS]);
 
-/// Bodies in chunk `chunk` of `bodies`.
-fn chunk_len(bodies: usize, size: usize, chunk: usize) -> usize {
-    size.min(bodies - chunk * size)
-}
+impl Cell {
+    /// An empty cell (all bits zero): a frame is read only after every body wrote its cell.
+    fn new() -> Cell {
+        Cell(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
 
-/// Bodies in state group `group` of `bodies`.
-fn group_len(bodies: usize, group: usize) -> usize {
-    GROUP.min(bodies - group * GROUP)
-}
+    fn floats(s: &BodyState) -> [f32; 2 * CELL_WORDS] {
+        let (p, q, v, w) = (s.position, s.rotation, s.velocity, s.angular_velocity);
+        [
+            p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z, 0.0,
+        ]
+    }
 
-/// The most frame ticks (multiples of `frame_ticks`) a block of `block` ticks can have.
-fn frames_per_block(block: u64, frame_ticks: u64) -> usize {
-    block.div_ceil(frame_ticks) as usize
-}
+    fn put(&self, s: &BodyState) {
+        let f = Cell::floats(s);
+        for (w, pair) in self.0.iter().zip(f.chunks_exact(2)) {
+            let bits = u64::from(pair[0].to_bits()) | u64::from(pair[1].to_bits()) << 32;
+            w.store(bits, Ordering::Relaxed);
+        }
+    }
 
-/// How many frame ticks (multiples of `frame_ticks`) the block of `block` ticks from `base` has.
-fn frames_in(base: Tick, block: u64, frame_ticks: u64) -> usize {
-    let first = base.next_multiple_of(frame_ticks);
-    if first >= base + block {
-        0
-    } else {
-        ((base + block - 1 - first) / frame_ticks + 1) as usize
+    fn get(&self) -> BodyState {
+        let mut f = [0.0f32; 2 * CELL_WORDS];
+        for (w, pair) in self.0.iter().zip(f.chunks_exact_mut(2)) {
+            let bits = w.load(Ordering::Relaxed);
+            pair[0] = f32::from_bits(bits as u32);
+            pair[1] = f32::from_bits((bits >> 32) as u32);
+        }
+        BodyState {
+            position: Vec3::new(f[0], f[1], f[2]),
+            rotation: Quat::from_xyzw(f[3], f[4], f[5], f[6]),
+            velocity: Vec3::new(f[7], f[8], f[9]),
+            angular_velocity: Vec3::new(f[10], f[11], f[12]),
+        }
     }
 }
 
@@ -334,22 +289,24 @@ struct Output {
 /// The GVT buffer.
 pub struct GvtBuffer {
     table: Table<Slot>,
+    /// Every key: the clock, then the chunks (what a commit names).
+    all_keys: Vec<usize>,
     bodies: usize,
     /// Bodies per chunk (a power of two) and its log2.
     chunk: usize,
     chunk_shift: u32,
     chunks: usize,
-    /// State groups ([`GROUP`] bodies each).
-    groups: usize,
-    /// Room for frame ticks in a states slot ([`frames_per_block`]).
-    frames: usize,
-    /// Ticks per slot (a power of two, at most [`MAX_BLOCK`]).
-    block: u64,
-    /// Slots per chunk (and count slots): the ring holds `blocks * block` ticks.
-    blocks: u64,
     window: u64,
-    start: Tick,
     frame_ticks: u64,
+    /// Frame ticks in the ring of cells, and the ticks they span (`frames * frame_ticks`).
+    frames: usize,
+    ring: u64,
+    /// Cell of frame slot `f` of body `b`: `cells[f * bodies + b]`.
+    cells: Box<[Cell]>,
+    /// Each body's front as its own records and rollbacks left it: looked at before a record
+    /// writes frame cells, so that a refused record overwrites none (the chunk slots decide).
+    fronts: Box<[AtomicU64]>,
+    /// The GVT word: the committed GVT as published, every frame before it copied out.
     gvt: AtomicU64,
     output: Mutex<Output>,
 }
@@ -375,11 +332,6 @@ impl GvtBuffer {
                 c.window, c.slack
             )));
         };
-        // A quarter window per block at most, so that small windows keep a slot per tick.
-        let block = (c.window / 4).clamp(1, MAX_BLOCK as u64);
-        let block = 1 << block.ilog2();
-        // The ring must hold the block of every tick up to LVT_ub while GVT's block is live.
-        let blocks = want.div_ceil(block).max((c.window + block).div_ceil(block));
         if !(c.chunk.is_power_of_two() && c.chunk <= MAX_CHUNK) {
             return Err(GvtError::Config(format!(
                 "bodies per chunk must be a power of two up to {MAX_CHUNK}, got {}",
@@ -387,49 +339,35 @@ impl GvtBuffer {
             )));
         }
         let chunks = c.bodies.div_ceil(c.chunk);
-        let groups = c.bodies.div_ceil(GROUP);
-        let frames = frames_per_block(block, c.frame_ticks);
-        let first_base = c.start_tick - c.start_tick % block;
-        let first_slot = (c.start_tick / block) % blocks;
-        let base_of = |k: u64| first_base + ((k + blocks - first_slot) % blocks) * block;
-        let done_of = |base: Tick| c.start_tick.saturating_sub(base);
-        let n_slots = blocks as usize * (1 + chunks + groups);
-        let table = Table::with_class(backend, n_slots, Class::Gvt, |k| {
-            let b = blocks as usize;
-            if k < b {
-                let base = base_of(k as u64);
-                Slot::Count {
-                    base,
-                    done: done_of(base),
-                    full: [0; MAX_BLOCK],
-                }
-            } else if k < b * (1 + chunks) {
-                let base = base_of(((k - b) / chunks) as u64);
-                Slot::Chunk {
-                    base,
-                    done: done_of(base),
-                    bits: [0; MAX_BLOCK],
+        let frames = want.div_ceil(c.frame_ticks) as usize + 1;
+        let table = Table::with_class(backend, 1 + chunks, Class::Gvt, |k| {
+            if k == CLOCK {
+                Slot::Clock {
+                    committed: c.start_tick,
                 }
             } else {
-                let group = (k - b * (1 + chunks)) % groups;
-                Slot::States {
-                    states: vec![BLANK; frames * group_len(c.bodies, group)],
+                let n = c.chunk.min(c.bodies - (k - 1) * c.chunk);
+                Slot::Chunk {
+                    front: vec![c.start_tick; n],
+                    min: c.start_tick,
                 }
             }
         });
         Ok(GvtBuffer {
             table,
+            all_keys: (0..1 + chunks).collect(),
             bodies: c.bodies,
             chunk: c.chunk,
             chunk_shift: c.chunk.ilog2(),
             chunks,
-            groups,
-            frames,
-            block,
-            blocks,
             window: c.window,
-            start: c.start_tick,
             frame_ticks: c.frame_ticks,
+            frames,
+            ring: frames as u64 * c.frame_ticks,
+            cells: (0..frames * c.bodies).map(|_| Cell::new()).collect(),
+            fronts: (0..c.bodies)
+                .map(|_| AtomicU64::new(c.start_tick))
+                .collect(),
             gvt: AtomicU64::new(c.start_tick),
             output: Mutex::new(Output {
                 frames: BTreeMap::new(),
@@ -463,179 +401,95 @@ impl GvtBuffer {
         self.bodies
     }
 
-    /// Ticks in the ring.
-    fn ring(&self) -> u64 {
-        self.blocks * self.block
-    }
-
-    /// The first tick of `t`'s block.
-    fn base(&self, t: Tick) -> Tick {
-        t & !(self.block - 1)
-    }
-
-    fn count_key(&self, t: Tick) -> usize {
-        ((t >> self.block.trailing_zeros()) % self.blocks) as usize
-    }
-
-    /// The key of chunk 0 of `t`'s block (chunk `c`'s is `c` more).
-    fn chunk_row(&self, t: Tick) -> usize {
-        self.blocks as usize + self.count_key(t) * self.chunks
-    }
-
-    fn chunk_key(&self, t: Tick, chunk: usize) -> usize {
-        self.chunk_row(t) + chunk
-    }
-
-    /// The key of the states slot of `group` for `t`'s block.
-    fn states_key(&self, t: Tick, group: usize) -> usize {
-        self.blocks as usize * (1 + self.chunks) + self.count_key(t) * self.groups + group
-    }
-
-    fn is_frame(&self, t: Tick) -> bool {
-        t % self.frame_ticks == 0
-    }
-
-    /// The places, in a request of `count` ticks from `first`, of its frame ticks.
-    fn frames_of(&self, first: Tick, count: usize) -> impl Iterator<Item = usize> + use<> {
-        let from = (first.next_multiple_of(self.frame_ticks) - first) as usize;
-        (from..count).step_by(self.frame_ticks as usize)
-    }
-
-    /// Bodies in `chunk`.
-    fn chunk_len(&self, chunk: usize) -> usize {
-        chunk_len(self.bodies, self.chunk, chunk)
-    }
-
-    /// The frame ticks of the block from `base`.
-    fn frames_in(&self, base: Tick) -> usize {
-        frames_in(base, self.block, self.frame_ticks)
-    }
-
-    /// Bodies in state group `group`.
-    fn group_len(&self, group: usize) -> usize {
-        group_len(self.bodies, group)
-    }
-
-    /// Where frame tick `t`'s states start in the `states` of its block's slot of `group`.
-    fn frame_at(&self, t: Tick, group: usize) -> usize {
-        let first = self.base(t).next_multiple_of(self.frame_ticks);
-        ((t - first) / self.frame_ticks) as usize * self.group_len(group)
-    }
-
-    /// Body `b`'s chunk (a shift: a record asks for it at every tick of every body).
+    /// Body `b`'s chunk slot and its place there.
     #[inline]
-    fn chunk_of(&self, b: BodyId) -> usize {
-        b as usize >> self.chunk_shift
+    fn place(&self, b: BodyId) -> (usize, usize) {
+        let b = b as usize;
+        (1 + (b >> self.chunk_shift), b & (self.chunk - 1))
     }
 
-    /// Body `b`'s bit in its chunk's mask.
+    /// Body `b`'s cell for frame tick `t`.
     #[inline]
-    fn bit_of(&self, b: BodyId) -> u64 {
-        1 << (b as usize & (self.chunk - 1))
+    fn cell(&self, t: Tick, b: BodyId) -> &Cell {
+        let slot = ((t / self.frame_ticks) % self.frames as u64) as usize;
+        &self.cells[slot * self.bodies + b as usize]
     }
 
-    fn chunk_mask(&self, chunk: usize) -> u64 {
-        let n = self.chunk_len(chunk);
-        if n == MAX_CHUNK {
-            u64::MAX
-        } else {
-            (1u64 << n) - 1
-        }
+    /// The frame ticks in `ticks`.
+    fn frame_ticks_in(&self, ticks: Range<Tick>) -> impl Iterator<Item = Tick> + use<> {
+        let from = ticks.start.next_multiple_of(self.frame_ticks);
+        (from..ticks.end).step_by(self.frame_ticks as usize)
     }
 
-    /// Tick `t`'s place in `slot`'s block, if the slot holds `t`'s block and `t` is not
-    /// committed; otherwise why not.
-    fn live(&self, slot: &Slot, t: Tick) -> Result<usize, GvtError> {
-        let (base, done) = slot.base_done();
-        let want = self.base(t);
-        if base == want && t - base >= done {
-            Ok((t - base) as usize)
-        } else if base > want || (base == want && t - base < done) {
-            Err(GvtError::Committed { tick: t })
-        } else {
-            Err(GvtError::BeyondWindow {
-                tick: t,
-                gvt: self.gvt(),
-                ring: self.ring(),
-            })
-        }
-    }
-
-    /// Checks body ids and the rough tick range; appends the chunk slots of `tick`'s bodies to
-    /// `keys`.
-    fn keys_for(
+    /// The chunk slots of `bodies`, each once, after checking the ids: an unknown body, or one
+    /// named twice (`twice` says the error).
+    fn keys_of(
         &self,
-        tick: Tick,
-        bodies: impl Iterator<Item = BodyId>,
-        keys: &mut Vec<usize>,
-    ) -> Result<(), GvtError> {
-        let gvt = self.gvt();
-        if tick < gvt {
-            return Err(GvtError::Committed { tick });
+        bodies: &[BodyId],
+        twice: impl Fn(BodyId) -> GvtError,
+    ) -> Result<Vec<usize>, GvtError> {
+        if let Some(&body) = bodies.iter().find(|&&b| b as usize >= self.bodies) {
+            return Err(GvtError::UnknownBody {
+                body,
+                bodies: self.bodies,
+            });
         }
-        // Duplicates are looked for only when there is more than one body (a single body's
-        // record, the common case, allocates nothing).
-        let mut first: Option<BodyId> = None;
-        let mut seen: Vec<BodyId> = Vec::new();
-        for b in bodies {
-            if b as usize >= self.bodies {
-                return Err(GvtError::UnknownBody {
-                    body: b,
-                    bodies: self.bodies,
-                });
-            }
-            match first {
-                None => first = Some(b),
-                Some(f) => {
-                    if seen.is_empty() {
-                        seen.push(f);
-                    }
-                    seen.push(b);
-                }
-            }
-            // A body's consecutive ticks share their block's slot: named once (the section
-            // drops the other repeats).
-            let k = self.chunk_key(tick, self.chunk_of(b));
-            if keys.last() != Some(&k) {
-                keys.push(k);
+        if bodies.len() > 1 {
+            let mut seen = bodies.to_vec();
+            seen.sort_unstable();
+            if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+                return Err(twice(w[0]));
             }
         }
-        seen.sort_unstable();
-        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-            return Err(GvtError::AlreadyRecorded { body: w[0], tick });
+        let mut keys: Vec<usize> = bodies.iter().map(|&b| self.place(b).0).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// Whether a body whose front is `front` may record from `first`.
+    fn may_record(body: BodyId, front: Tick, first: Tick) -> Result<(), GvtError> {
+        match first.cmp(&front) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Less => Err(GvtError::AlreadyRecorded { body, tick: first }),
+            std::cmp::Ordering::Greater => Err(GvtError::OutOfOrder {
+                body,
+                tick: first,
+                front,
+            }),
         }
-        Ok(())
+    }
+
+    /// Whether a body whose front is `front` may take back `ticks`.
+    fn may_unrecord(body: BodyId, front: Tick, ticks: &Range<Tick>) -> Result<(), GvtError> {
+        if front < ticks.end {
+            Err(GvtError::NotRecorded {
+                body,
+                tick: front.max(ticks.start),
+            })
+        } else if front > ticks.end {
+            Err(GvtError::OutOfOrder {
+                body,
+                tick: ticks.end,
+                front,
+            })
+        } else {
+            Ok(())
+        }
     }
 
     /// Records that the given bodies (all of one entity) have finished `tick`, with their
-    /// states at `tick` (kept for frame ticks only). See the module contract. If this completes
-    /// the tick, the tick and any complete ticks after it are committed before this returns.
+    /// states at `tick` (kept for frame ticks only): [`GvtBuffer::record_span`] of one tick.
     pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<(), GvtError> {
-        self.record_ticks(tick, &[bodies])
+        let ids: Vec<BodyId> = bodies.iter().map(|p| p.0).collect();
+        self.record_span(tick, 1, &ids, |_, j| bodies[j].1)
     }
 
-    /// Records the consecutive ticks `first, first + 1, ...`, tick `first + i` for the bodies
-    /// and states of `ticks[i]`, all at once (an entity records the ticks it finished in a turn
-    /// together: one section over the slots of their blocks' chunks, one transaction or one
-    /// lock round, then one over the counters of the ticks it completed chunks of, if any; see
-    /// "Counting"). All or nothing: on error no tick is recorded.
-    pub fn record_ticks(
-        &self,
-        first: Tick,
-        ticks: &[&[(BodyId, BodyState)]],
-    ) -> Result<(), GvtError> {
-        self.record_with(
-            first,
-            ticks.len(),
-            |i| ticks[i].iter().map(|p| p.0),
-            |i, j| ticks[i][j].1,
-        )
-    }
-
-    /// [`GvtBuffer::record_ticks`] of `count` ticks from `first` for the same `bodies` at each,
-    /// the state of body `bodies[j]` at tick `first + i` being `state(i, j)` (asked for the
-    /// frame ticks only, the only ones kept): what an entity records, without copying every
-    /// tick's states into a list first.
+    /// Records the `count` ticks from `first` for `bodies` (all of one entity), the state of
+    /// body `bodies[j]` at tick `first + i` being `state(i, j)` (asked for the frame ticks
+    /// only, the only ones kept). `first` must be every body's front. One section over the
+    /// bodies' chunk slots, whatever `count` is; if it completes ticks, they are committed
+    /// before this returns (see "Committing"). All or nothing: on error nothing is recorded.
     pub fn record_span(
         &self,
         first: Tick,
@@ -643,446 +497,210 @@ impl GvtBuffer {
         bodies: &[BodyId],
         state: impl Fn(usize, usize) -> BodyState,
     ) -> Result<(), GvtError> {
-        // The same bodies at every tick: one set of runs, a stretch per block.
-        let mut runs = Vec::new();
-        self.push_runs(bodies.iter().copied(), &mut runs);
-        let (mut stretches, mut keys) = (Vec::new(), Vec::new());
-        let mut i = 0;
-        while i < count && !runs.is_empty() {
-            let tick = first + i as Tick;
-            let end = count.min(i + (self.base(tick) + self.block - tick) as usize);
-            self.keys_for(tick, bodies.iter().copied(), &mut keys)?;
-            stretches.push(Stretch {
-                ticks: i..end,
-                runs: 0..runs.len(),
-            });
-            i = end;
-        }
-        let ids = |_| bodies.iter().copied();
-        self.record_stretches(first, count, (&runs, &stretches), keys, ids, state)
-    }
-
-    /// Appends the runs of one tick's `bodies` to `runs`.
-    fn push_runs(&self, bodies: impl Iterator<Item = BodyId>, runs: &mut Vec<ChunkRun>) {
-        let from = runs.len();
-        for (j, b) in bodies.enumerate() {
-            let (chunk, bit) = (self.chunk_of(b), self.bit_of(b));
-            let fresh = runs.len() == from;
-            match runs.last_mut() {
-                Some(r) if !fresh && r.chunk == chunk => {
-                    r.mask |= bit;
-                    r.bodies.end = j + 1;
-                }
-                _ => runs.push(ChunkRun {
-                    chunk,
-                    mask: bit,
-                    bodies: j..j + 1,
-                }),
-            }
-        }
-    }
-
-    /// The record of `count` ticks from `first`: tick `first + i` for the bodies `ids(i)`, body
-    /// `j` of them with state `state(i, j)` (see [`GvtBuffer::record_ticks`]).
-    fn record_with<I: Iterator<Item = BodyId> + Clone>(
-        &self,
-        first: Tick,
-        count: usize,
-        ids: impl Fn(usize) -> I,
-        state: impl Fn(usize, usize) -> BodyState,
-    ) -> Result<(), GvtError> {
-        // The request by chunk and by stretch. A tick's bodies form runs of consecutive bodies
-        // of one chunk (a sorted list has one run per chunk), each with its bodies' bits as one
-        // mask. A stretch is consecutive ticks of one block with the same bodies: each of its
-        // runs names one slot, checked live once, and has its bits checked and set as a slice
-        // of that slot's ticks (an entity's batch is a stretch or two: a few word operations a
-        // tick, however many bodies its group has in a chunk).
-        let mut runs: Vec<ChunkRun> = Vec::new();
-        let mut stretches: Vec<Stretch> = Vec::new();
-        let mut keys = Vec::new();
-        // The bodies of the tick before.
-        let mut prev: Option<I> = None;
-        for i in 0..count {
-            let (tick, bodies) = (first + i as Tick, ids(i));
-            let same = prev.as_ref().is_some_and(|p| p.clone().eq(bodies.clone()));
-            prev = Some(bodies.clone());
-            match stretches.last_mut() {
-                Some(s) if same && self.base(first + s.ticks.start as Tick) == self.base(tick) => {
-                    s.ticks.end = i + 1;
-                }
-                _ => {
-                    let span = match stretches.last() {
-                        // The same runs, in a new block.
-                        Some(s) if same => s.runs.clone(),
-                        _ => {
-                            let from = runs.len();
-                            self.push_runs(bodies.clone(), &mut runs);
-                            from..runs.len()
-                        }
-                    };
-                    if !span.is_empty() {
-                        self.keys_for(tick, bodies, &mut keys)?;
-                    }
-                    stretches.push(Stretch {
-                        ticks: i..i + 1,
-                        runs: span,
-                    });
-                }
-            }
-        }
-        self.record_stretches(first, count, (&runs, &stretches), keys, ids, state)
-    }
-
-    /// The section of a record (see [`GvtBuffer::record_with`]) of `count` ticks from `first`
-    /// by `stretches` of `runs`, whose chunk slots are `keys` (to which it adds the states
-    /// slots of its frame ticks), then the count of the ticks it completed chunks of.
-    fn record_stretches<I: Iterator<Item = BodyId> + Clone>(
-        &self,
-        first: Tick,
-        count: usize,
-        (runs, stretches): (&[ChunkRun], &[Stretch]),
-        mut keys: Vec<usize>,
-        ids: impl Fn(usize) -> I,
-        state: impl Fn(usize, usize) -> BodyState,
-    ) -> Result<(), GvtError> {
-        // A frame tick's states go to the states slots of its bodies' groups.
-        for i in self.frames_of(first, count) {
-            for b in ids(i) {
-                let k = self.states_key(first + i as Tick, b as usize / GROUP);
-                if keys.last() != Some(&k) {
-                    keys.push(k);
-                }
-            }
-        }
-        if keys.is_empty() {
+        if count == 0 || bodies.is_empty() {
             return Ok(());
         }
-        let filled = self.table.section(&keys, |v| {
-            // Each run's slot, in order; found and checked live at its stretch's first tick (a
-            // later tick of the same block is live if an earlier one is), its stretch's bits
-            // checked. Any failure: the slow look below names the first, in tick order.
-            let mut places: Vec<usize> = Vec::with_capacity(runs.len());
-            let mut failed = false;
-            'check: for st in stretches {
-                let tick = first + st.ticks.start as Tick;
-                let at = (tick - self.base(tick)) as usize;
-                for run in &runs[st.runs.clone()] {
-                    let slot = v.index(self.chunk_key(tick, run.chunk));
-                    let Ok(_) = self.live(v.at(slot), tick) else {
-                        failed = true;
-                        break 'check;
-                    };
-                    let Slot::Chunk { bits, .. } = v.at(slot) else {
-                        unreachable!()
-                    };
-                    if bits[at..at + st.ticks.len()]
-                        .iter()
-                        .any(|&w| w & run.mask != 0)
-                    {
-                        failed = true;
-                        break 'check;
-                    }
-                    places.push(slot);
-                }
-            }
-            if failed {
-                return Err(self.first_refusal(v, first, stretches, runs, &ids));
-            }
-            // Then set them, counting at each tick the chunks it fills.
-            let mut newly_full = vec![0i64; count];
-            let mut places = places.iter();
-            for st in stretches {
-                let tick = first + st.ticks.start as Tick;
-                let at = (tick - self.base(tick)) as usize;
-                for (run, &slot) in runs[st.runs.clone()].iter().zip(places.by_ref()) {
-                    let full = self.chunk_mask(run.chunk);
-                    let Slot::Chunk { bits, .. } = v.at_mut(slot) else {
-                        unreachable!()
-                    };
-                    let words = &mut bits[at..at + st.ticks.len()];
-                    for (w, n) in words.iter_mut().zip(&mut newly_full[st.ticks.clone()]) {
-                        *w |= run.mask;
-                        if *w == full {
-                            *n += 1;
-                        }
-                    }
-                }
-            }
-            let filled: Vec<(Tick, i64)> =
-                (first..).zip(newly_full).filter(|&(_, n)| n > 0).collect();
-            // And the states of the frame ticks.
-            for i in self.frames_of(first, count) {
-                let tick = first + i as Tick;
-                for (j, b) in ids(i).enumerate() {
-                    let group = b as usize / GROUP;
-                    let f = self.frame_at(tick, group);
-                    let Slot::States { states } = v.get_mut(self.states_key(tick, group)) else {
-                        unreachable!()
-                    };
-                    states[f + b as usize % GROUP] = state(i, j);
-                }
-            }
-            Ok(filled)
+        let keys = self.keys_of(bodies, |body| GvtError::AlreadyRecorded {
+            body,
+            tick: first,
         })?;
-        // Committing the lowest tick this completed walks on through every complete tick after
-        // it; a later completed tick it does not reach waits behind an incomplete one, whose
-        // completing record will walk on to it (see `advance`).
-        if let Some(t) = self.count(&filled)? {
-            self.advance(t);
+        let end = first + count as Tick;
+        let word = self.gvt();
+        if first < word {
+            return Err(GvtError::Committed { tick: first });
+        }
+        if end > word + self.ring {
+            return Err(GvtError::BeyondWindow {
+                tick: end - 1,
+                gvt: word,
+                ring: self.ring,
+            });
+        }
+        for &b in bodies {
+            Self::may_record(b, self.fronts[b as usize].load(Ordering::Relaxed), first)?;
+        }
+        // The frame states first: a commit reads them once the section below has moved the
+        // fronts past them (see "Frame states").
+        for t in self.frame_ticks_in(first..end) {
+            let i = (t - first) as usize;
+            for (j, &b) in bodies.iter().enumerate() {
+                self.cell(t, b).put(&state(i, j));
+            }
+        }
+        let rose = self.table.section(&keys, |v| {
+            for &b in bodies {
+                let (k, at) = self.place(b);
+                let Slot::Chunk { front, .. } = v.get(k) else {
+                    unreachable!()
+                };
+                Self::may_record(b, front[at], first)?;
+            }
+            for &b in bodies {
+                let (k, at) = self.place(b);
+                let Slot::Chunk { front, .. } = v.get_mut(k) else {
+                    unreachable!()
+                };
+                front[at] = end;
+            }
+            // The least former minimum of the chunks whose minimum rose.
+            let mut rose: Option<Tick> = None;
+            for &k in &keys {
+                let Slot::Chunk { front, min } = v.get_mut(k) else {
+                    unreachable!()
+                };
+                let new = *front.iter().min().expect("a chunk has a body");
+                if new > *min {
+                    rose = Some(rose.map_or(*min, |r| r.min(*min)));
+                    *min = new;
+                }
+            }
+            Ok(rose)
+        })?;
+        for &b in bodies {
+            self.fronts[b as usize].store(end, Ordering::Relaxed);
+        }
+        if let Some(m0) = rose {
+            // The record's half of the handshake (see "Liveness").
+            fence(Ordering::SeqCst);
+            if m0 <= self.gvt.load(Ordering::SeqCst) {
+                self.advance();
+            }
         }
         Ok(())
     }
 
-    /// Why a record's section refuses it (some tick of it is not live, or some body at some
-    /// tick has recorded it already): the first failure in tick order, and at that tick in
-    /// the order of its bodies, as a tick-by-tick look would find it. Only for a request the
-    /// quick check of `record_with` has refused.
-    fn first_refusal<I: Iterator<Item = BodyId> + Clone>(
-        &self,
-        v: &View<'_, Slot>,
-        first: Tick,
-        stretches: &[Stretch],
-        runs: &[ChunkRun],
-        ids: &impl Fn(usize) -> I,
-    ) -> GvtError {
-        for st in stretches {
-            for i in st.ticks.clone() {
-                let tick = first + i as Tick;
-                for run in &runs[st.runs.clone()] {
-                    let slot = v.get(self.chunk_key(tick, run.chunk));
-                    let at = match self.live(slot, tick) {
-                        Ok(at) => at,
-                        Err(e) => return e,
-                    };
-                    let Slot::Chunk { bits, .. } = slot else {
-                        unreachable!()
-                    };
-                    let clash = bits[at] & run.mask;
-                    if clash != 0 {
-                        let body = ids(i)
-                            .skip(run.bodies.start)
-                            .find(|&b| clash & self.bit_of(b) != 0)
-                            .expect("a bit of the run's mask is one of its bodies'");
-                        return GvtError::AlreadyRecorded { body, tick };
-                    }
-                }
-            }
-        }
-        unreachable!("a refused record has a tick that fails")
-    }
-
-    /// Whether body `b` has recorded `tick`, by its chunk slot `key` (which the section names);
-    /// an error if `tick` is committed or beyond the ring.
-    #[inline]
-    fn has_recorded(
-        &self,
-        v: &View<'_, Slot>,
-        key: usize,
-        tick: Tick,
-        b: BodyId,
-    ) -> Result<bool, GvtError> {
-        let slot = v.get(key);
-        let at = self.live(slot, tick)?;
-        let Slot::Chunk { bits, .. } = slot else {
-            unreachable!()
-        };
-        Ok(bits[at] & self.bit_of(b) != 0)
-    }
-
-    /// Takes back the record of `tick` for the given bodies (rollback). Refused for a
-    /// committed tick.
+    /// Takes back the record of `tick` for the given bodies (rollback): [`unrecord_ticks`] of
+    /// one tick.
+    ///
+    /// [`unrecord_ticks`]: GvtBuffer::unrecord_ticks
     pub fn unrecord(&self, tick: Tick, bodies: &[BodyId]) -> Result<(), GvtError> {
         self.unrecord_ticks(tick..tick + 1, bodies)
     }
 
-    /// Takes back the records of every tick in `ticks` for the given bodies, in one section
-    /// over their chunks (a rollback takes back all the ticks it undoes at once), then one over
-    /// the counters of the chunks it emptied (see "Counting"). All or nothing; refused if any
-    /// tick is committed or not recorded by one of the bodies.
+    /// Takes back the records of `ticks` for the given bodies (a rollback takes back all the
+    /// ticks it undoes at once): `ticks` must end at every body's front. One section over
+    /// their chunk slots and the clock; all or nothing; refused if a tick is committed.
     pub fn unrecord_ticks(&self, ticks: Range<Tick>, bodies: &[BodyId]) -> Result<(), GvtError> {
         if bodies.is_empty() || ticks.is_empty() {
             return Ok(());
         }
-        let mut keys = Vec::new();
-        for tick in ticks.clone() {
-            self.keys_for(tick, bodies.iter().copied(), &mut keys)?;
-        }
-        let emptied = self.table.section(&keys, |v| {
-            for tick in ticks.clone() {
-                for &b in bodies {
-                    if !self.has_recorded(v, self.chunk_key(tick, self.chunk_of(b)), tick, b)? {
-                        return Err(GvtError::NotRecorded { body: b, tick });
-                    }
-                }
-            }
-            let mut emptied = Vec::new();
-            for tick in ticks.clone() {
-                let at = (tick % self.block) as usize;
-                let mut no_longer_full = 0;
-                for &b in bodies {
-                    let chunk = self.chunk_of(b);
-                    let mask = self.chunk_mask(chunk);
-                    let Slot::Chunk { bits, .. } = v.get_mut(self.chunk_key(tick, chunk)) else {
-                        unreachable!()
-                    };
-                    if bits[at] == mask {
-                        no_longer_full += 1;
-                    }
-                    bits[at] &= !self.bit_of(b);
-                }
-                if no_longer_full > 0 {
-                    emptied.push((tick, -no_longer_full));
-                }
-            }
-            Ok(emptied)
+        let mut keys = self.keys_of(bodies, |body| GvtError::NotRecorded {
+            body,
+            tick: ticks.start,
         })?;
-        self.count(&emptied).map(|_| ())
-    }
-
-    /// The second section of a record or unrecord (see "Counting" in the module
-    /// documentation): adds to the count of each tick the chunks the first section made full
-    /// (or no longer full); returns the lowest tick whose count reached every chunk, if any.
-    fn count(&self, changes: &[(Tick, i64)]) -> Result<Option<Tick>, GvtError> {
-        if changes.is_empty() {
-            return Ok(None);
+        // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+        // `TIMEWARP_BROKEN=gvt_unrecord_trusts_word` (a loom negative control, see
+        // `sync::broken`): a rollback checks the GVT word, read before its section, instead of
+        // the clock in it, so it can take back a tick a commit has just committed.
+        #[cfg(timewarp_broken)]
+        let trusts_word = crate::sync::broken("gvt_unrecord_trusts_word");
+        #[cfg(not(timewarp_broken))]
+        let trusts_word = false;
+        let word = self.gvt();
+        if !trusts_word {
+            keys.insert(0, CLOCK);
         }
-        let keys: Vec<usize> = changes.iter().map(|&(t, _)| self.count_key(t)).collect();
         self.table.section(&keys, |v| {
-            let mut lowest = None;
-            for &(tick, n) in changes {
-                let slot = v.get_mut(self.count_key(tick));
-                // A tick commits only once its count is settled (see "Counting").
-                let at = self.live(slot, tick).map_err(|_| {
-                    GvtError::Invalid(format!(
-                        "tick {tick}'s count changed by {n} after it was committed"
-                    ))
-                })?;
-                let Slot::Count { full, .. } = slot else {
+            let committed = if trusts_word {
+                word
+            } else {
+                v.get(CLOCK).committed()
+            };
+            if ticks.start < committed {
+                return Err(GvtError::Committed { tick: ticks.start });
+            }
+            for &b in bodies {
+                let (k, at) = self.place(b);
+                let Slot::Chunk { front, .. } = v.get(k) else {
                     unreachable!()
                 };
-                full[at] += n;
-                if full[at] == self.chunks as i64 && lowest.is_none() {
-                    lowest = Some(tick);
-                }
+                Self::may_unrecord(b, front[at], &ticks)?;
             }
-            Ok(lowest)
-        })
+            for &b in bodies {
+                let (k, at) = self.place(b);
+                let Slot::Chunk { front, min } = v.get_mut(k) else {
+                    unreachable!()
+                };
+                front[at] = ticks.start;
+                *min = (*min).min(ticks.start);
+            }
+            Ok(())
+        })?;
+        for &b in bodies {
+            self.fronts[b as usize].store(ticks.start, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
-    /// Commits `t` if it is complete and `t - 1` is committed, then `t + 1`, and so on.
-    fn advance(&self, mut t: Tick) {
+    /// Commits what is complete: `clock..least front`, then copies its frames out and raises
+    /// the GVT word, and tries again (see "Committing").
+    fn advance(&self) {
         loop {
-            let frame = self.is_frame(t);
-            let mut keys: Vec<usize> = (0..self.chunks).map(|c| self.chunk_key(t, c)).collect();
-            keys.push(self.count_key(t));
-            // `t - 1`'s counter, when it is in the block before (else `t`'s says it).
-            let pred = (t > self.start && t % self.block == 0).then(|| self.count_key(t - 1));
-            keys.extend(pred);
-            if frame {
-                keys.extend((0..self.groups).map(|g| self.states_key(t, g)));
-            }
-            let at = (t % self.block) as usize;
-            let last = at as u64 == self.block - 1;
-            let next_base = self.base(t) + self.ring();
             // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
-            // `TIMEWARP_BROKEN=gvt_count_check_outside` (a loom negative control, see
-            // `sync::broken`): whether every body has recorded `t` is checked in a section of
-            // its own, and the commit section below trusts it, so a rollback can slip between.
+            // `TIMEWARP_BROKEN=gvt_commit_min_outside` (a loom negative control, see
+            // `sync::broken`): the least front is read in a section of its own, and the clock
+            // is moved to it in a second one that trusts it, so a rollback can slip between.
             #[cfg(timewarp_broken)]
-            let count_checked_outside = crate::sync::broken("gvt_count_check_outside");
-            #[cfg(timewarp_broken)]
-            if count_checked_outside {
-                let ck = self.count_key(t);
-                let complete = self.table.section(&[ck], |v| {
-                    let slot = v.get(ck);
-                    match (self.live(slot, t), slot) {
-                        (Ok(a), Slot::Count { full, .. }) => full[a] as usize == self.chunks,
-                        _ => false,
-                    }
+            if crate::sync::broken("gvt_commit_min_outside") {
+                let m = self.table.section(&self.all_keys[1..], |v| {
+                    (1..=self.chunks).map(|k| v.get(k).min()).min()
                 });
-                if !complete {
+                let m = m.expect("a buffer has a chunk");
+                let won = self.table.section(&[CLOCK], |v| {
+                    let g = v.get(CLOCK).committed();
+                    (m > g).then(|| *v.get_mut(CLOCK) = Slot::Clock { committed: m })
+                });
+                if won.is_none() {
                     return;
                 }
+                self.publish(m);
+                continue;
             }
-            let committed = self.table.section(&keys, |v| {
-                if let Some(pk) = pred {
-                    // `t - 1`'s block is committed once its slot has moved on.
-                    if v.get(pk).base_done().0 < t {
-                        return None; // t - 1 not committed yet: its commit will try t.
-                    }
-                }
-                let count = v.get(self.count_key(t));
-                let (_, done) = count.base_done();
-                // Committed by someone else already, or `t - 1` (in this block) is not yet.
-                if self.live(count, t).is_err() || done != at as u64 {
-                    return None;
-                }
-                let Slot::Count { full, .. } = count else {
-                    unreachable!()
-                };
-                // The count says every chunk is full; the chunks themselves must agree (a count
-                // can run ahead of a chunk emptied by a rollback whose count change is still
-                // to come, see "Counting").
-                let all_full = (0..self.chunks).all(|c| {
-                    matches!(v.get(self.chunk_key(t, c)),
-                        Slot::Chunk { bits, .. } if bits[at] == self.chunk_mask(c))
-                });
-                // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
-                // `TIMEWARP_BROKEN=gvt_commit_trusts_count` (a loom negative control, see
-                // `sync::broken`): the commit trusts the counter alone, so a chunk emptied by a
-                // rollback whose subtraction is still to come commits without its body.
-                #[cfg(timewarp_broken)]
-                let all_full = all_full || crate::sync::broken("gvt_commit_trusts_count");
-                let incomplete = full[at] != self.chunks as i64 || !all_full;
-                #[cfg(timewarp_broken)]
-                let incomplete = incomplete && !count_checked_outside;
-                if incomplete {
-                    return None;
-                }
-                let mut out = Vec::with_capacity(if frame { self.bodies } else { 0 });
-                if frame {
-                    for g in 0..self.groups {
-                        let f = self.frame_at(t, g);
-                        let Slot::States { states } = v.get(self.states_key(t, g)) else {
-                            unreachable!()
-                        };
-                        out.extend_from_slice(&states[f..f + self.group_len(g)]);
-                    }
-                }
-                for c in 0..self.chunks {
-                    let Slot::Chunk { base, done, bits } = v.get_mut(self.chunk_key(t, c)) else {
-                        unreachable!()
-                    };
-                    if last {
-                        (*base, *done, *bits) = (next_base, 0, [0; MAX_BLOCK]);
-                    } else {
-                        *done = at as u64 + 1;
-                    }
-                }
-                let Slot::Count { base, done, full } = v.get_mut(self.count_key(t)) else {
-                    unreachable!()
-                };
-                if last {
-                    (*base, *done, *full) = (next_base, 0, [0; MAX_BLOCK]);
-                } else {
-                    *done = at as u64 + 1;
-                }
-                Some(out)
+            let won = self.table.section(&self.all_keys, |v| {
+                let g = v.get(CLOCK).committed();
+                let m = (1..=self.chunks).map(|k| v.get(k).min()).min();
+                let m = m.expect("a buffer has a chunk");
+                (m > g).then(|| {
+                    *v.get_mut(CLOCK) = Slot::Clock { committed: m };
+                    m
+                })
             });
-            let Some(frame_states) = committed else {
+            let Some(m) = won else {
                 return;
             };
-            // GVT first, so that a drained frame is always behind the GVT word.
-            self.gvt.fetch_max(t + 1, Ordering::AcqRel);
-            if frame {
-                let mut o = self
-                    .output
-                    .lock()
-                    .expect("the output queue's lock was poisoned");
-                o.frames.insert(t, frame_states);
+            self.publish(m);
+            // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+            // `TIMEWARP_BROKEN=gvt_commit_no_retry` (a loom negative control, see
+            // `sync::broken`): the committer does not look again after raising the word, so a
+            // record that completed ticks while the word lagged leaves them uncommitted.
+            #[cfg(timewarp_broken)]
+            if crate::sync::broken("gvt_commit_no_retry") {
+                return;
             }
-            t += 1;
+            // The committer's half of the handshake (see "Liveness").
+            fence(Ordering::SeqCst);
         }
+    }
+
+    /// Copies the frames committed below `m` that are not copied yet to the output queue,
+    /// then raises the GVT word to `m`. Under the output's lock, so the word rises only over
+    /// copied frames, whichever of two committers gets here first.
+    fn publish(&self, m: Tick) {
+        let mut o = self
+            .output
+            .lock()
+            .expect("the output queue's lock was poisoned");
+        let from = self.gvt.load(Ordering::Relaxed);
+        if m <= from {
+            return;
+        }
+        for t in self.frame_ticks_in(from..m) {
+            let states = (0..self.bodies as BodyId)
+                .map(|b| self.cell(t, b).get())
+                .collect();
+            o.frames.insert(t, states);
+        }
+        self.gvt.store(m, Ordering::SeqCst);
     }
 
     /// The committed frames not handed out yet, in tick order: `(tick, states of all bodies in
@@ -1104,94 +722,53 @@ impl GvtBuffer {
         out
     }
 
-    /// Checks the invariants on a consistent snapshot: the ring holds the blocks of the `ring`
-    /// ticks from the snapshot's GVT on, each in its slot, chunks agree with their counter (so:
-    /// with no record or rollback in flight, see "Counting"), states are kept for frame ticks
-    /// only, and the GVT word does not lead the snapshot.
+    /// Checks the invariants on a consistent snapshot: each chunk's minimum is the least of
+    /// its fronts, no front is behind the clock, the GVT word does not lead the clock, each
+    /// body's own view of its front agrees; and, with no record, rollback or commit in flight
+    /// (where it is called), the clock has reached the least front: no complete tick is left
+    /// uncommitted.
     pub fn validate(&self) -> Result<(), GvtError> {
-        let gvt_word = self.gvt();
+        let word = self.gvt();
         let snap = self.table.snapshot();
-        let blocks = self.blocks as usize;
         let err = |s: String| Err(GvtError::Invalid(s));
-        let Some(g) = snap[..blocks]
-            .iter()
-            .map(|s| {
-                let (base, done) = s.base_done();
-                base + done
-            })
-            .min()
-        else {
-            return err("empty ring".into());
-        };
-        if gvt_word > g {
+        let committed = snap[CLOCK].committed();
+        if word > committed {
             return err(format!(
-                "GVT word {gvt_word} leads the first uncommitted tick {g}"
+                "GVT word {word} leads the committed GVT {committed}"
             ));
         }
-        for (i, s) in snap[..blocks].iter().enumerate() {
-            let Slot::Count { base, done, full } = *s else {
-                return err(format!("slot {i} is not a counter"));
+        let mut least = Tick::MAX;
+        for (c, s) in snap[1..].iter().enumerate() {
+            let Slot::Chunk { front, min } = s else {
+                return err(format!("slot {} is not a chunk", c + 1));
             };
-            if base % self.block != 0
-                || (base / self.block) % self.blocks != i as u64
-                || base + self.block <= g
-                || base >= g + self.ring()
-                || done >= self.block
-                || (done > 0 && base + done != g)
-            {
+            let want = self.chunk.min(self.bodies - c * self.chunk);
+            if front.len() != want {
                 return err(format!(
-                    "counter slot {i} holds block {base} with {done} committed (GVT {g})"
+                    "chunk {c} holds {} bodies, not {want}",
+                    front.len()
                 ));
             }
-            for at in done as usize..self.block as usize {
-                let tick = base + at as u64;
-                let mut n_full = 0;
-                for c in 0..self.chunks {
-                    let Slot::Chunk {
-                        base: cb,
-                        done: cd,
-                        bits,
-                    } = &snap[self.chunk_key(tick, c)]
-                    else {
-                        return err(format!("chunk slot of tick {tick} is not a chunk"));
-                    };
-                    let mask = self.chunk_mask(c);
-                    if (*cb, *cd) != (base, done) || bits[at] & !mask != 0 {
-                        return err(format!(
-                            "chunk {c} of tick {tick}: block {cb}, {cd} committed, bits {:x}",
-                            bits[at]
-                        ));
-                    }
-                    n_full += i64::from(bits[at] == mask);
-                }
-                if n_full != full[at] {
-                    return err(format!(
-                        "tick {tick}: {} full chunks counted, {n_full} full",
-                        full[at]
-                    ));
-                }
-            }
-            if self.frames_in(base) > self.frames {
+            let m = *front.iter().min().expect("a chunk has a body");
+            if m != *min || m < committed {
                 return err(format!(
-                    "block {base} has {} frame ticks, room for {}",
-                    self.frames_in(base),
-                    self.frames
+                    "chunk {c}: minimum {min}, least front {m}, committed {committed}"
                 ));
             }
+            for (at, &f) in front.iter().enumerate() {
+                let b = c * self.chunk + at;
+                let own = self.fronts[b].load(Ordering::Relaxed);
+                if own != f {
+                    return err(format!("body {b}: front {f}, its own view {own}"));
+                }
+            }
+            least = least.min(m);
         }
-        for (i, s) in snap[blocks * (1 + self.chunks)..].iter().enumerate() {
-            let g = i % self.groups;
-            let want = self.frames * self.group_len(g);
-            match s {
-                Slot::States { states } if states.len() == want => {}
-                Slot::States { states } => {
-                    return err(format!(
-                        "states slot {i} keeps {} states, not {want}",
-                        states.len()
-                    ));
-                }
-                _ => return err(format!("slot {i} of the states is not a states slot")),
-            }
+        if least != committed || word != committed {
+            return err(format!(
+                "GVT LAGS: every body has recorded the ticks before {least}, but the \
+                 committed GVT is {committed} and the GVT word {word}"
+            ));
         }
         Ok(())
     }
@@ -1205,7 +782,9 @@ mod tests {
     fn st(b: BodyId, t: Tick) -> BodyState {
         BodyState {
             position: Vec3::new(b as f32, t as f32, 0.5),
-            ..BLANK
+            rotation: Quat::IDENTITY,
+            velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
         }
     }
 
@@ -1215,9 +794,6 @@ mod tests {
             // 70 bodies: two chunks, the second partial.
             let g = GvtBuffer::new(be, GvtConfig::new(70, 2, 8)).unwrap();
             assert_eq!((g.gvt(), g.lvt_upper_bound()), (0, 8));
-            let all: Vec<(BodyId, BodyState)> = (0..70).map(|b| (b, st(b, 1))).collect();
-            g.record(1, &all).unwrap();
-            assert_eq!(g.gvt(), 0, "tick 1 waits for tick 0");
             for b in 0..70 {
                 // Body 3 first records a state it will take back (a rollback): the frame must
                 // hold the state of its last record.
@@ -1232,7 +808,11 @@ mod tests {
             g.record(0, &[(65, st(65, 0))]).unwrap();
             assert_eq!(g.gvt(), 0, "body 3 took its record back");
             g.validate().unwrap();
-            g.record(0, &[(3, st(3, 0))]).unwrap();
+            // Every body but 3 records tick 1 as well: tick 0 then waits for body 3 only.
+            let rest: Vec<BodyId> = (0..70).filter(|&b| b != 3).collect();
+            g.record_span(1, 1, &rest, |_, j| st(rest[j], 1)).unwrap();
+            assert_eq!(g.gvt(), 0);
+            g.record_span(0, 2, &[3], |i, _| st(3, i as Tick)).unwrap();
             assert_eq!(g.gvt(), 2, "ticks 0 and 1 commit together");
             let f = g.drain_committed();
             assert_eq!(f.len(), 1);
@@ -1249,146 +829,152 @@ mod tests {
     }
 
     #[test]
-    fn ring_wraps_and_bad_requests_change_nothing() {
-        let g = GvtBuffer::new(Backend::default(), GvtConfig::new(3, 4, 4)).unwrap();
-        // window 4, slack 1: ring of 5 ticks.
-        assert!(matches!(
-            g.record(5, &[(0, st(0, 5))]),
-            Err(GvtError::BeyondWindow { tick: 5, .. })
-        ));
-        assert_eq!(
-            g.record(0, &[(3, st(3, 0))]),
-            Err(GvtError::UnknownBody { body: 3, bodies: 3 })
-        );
-        assert_eq!(
-            g.record(0, &[(1, st(1, 0)), (1, st(1, 0))]),
-            Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
-        );
-        g.record(0, &[(1, st(1, 0))]).unwrap();
-        assert_eq!(
-            g.record(0, &[(0, st(0, 0)), (1, st(1, 0))]),
-            Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
-        );
-        assert_eq!(
-            g.unrecord(0, &[0]),
-            Err(GvtError::NotRecorded { body: 0, tick: 0 })
-        );
-        // A batch is checked at every tick whose bodies differ from the tick before's, even
-        // in the same block (16 ticks with a window of 64): a repeated body or an unknown one
-        // at its third tick refuses it all.
-        let h = GvtBuffer::new(Backend::default(), GvtConfig::new(3, 4, 64)).unwrap();
-        let (a, ab) = ([(0, st(0, 1))], [(0, st(0, 2)), (2, st(2, 2))]);
-        for (bad, want) in [
-            (
-                [(2, st(2, 3)), (2, st(2, 3))],
-                GvtError::AlreadyRecorded { body: 2, tick: 3 },
-            ),
-            (
-                [(2, st(2, 3)), (7, st(7, 3))],
-                GvtError::UnknownBody { body: 7, bodies: 3 },
-            ),
-        ] {
-            assert_eq!(h.record_ticks(1, &[&a, &ab, &bad]), Err(want));
-            assert_eq!(
-                h.unrecord(1, &[0]),
-                Err(GvtError::NotRecorded { body: 0, tick: 1 })
-            );
-        }
-        h.validate().unwrap();
-        for t in 0..23 {
-            for b in 0..3 {
-                if !(t == 0 && b == 1) {
-                    g.record(t, &[(b, st(b, t))]).unwrap();
-                }
-            }
-            assert_eq!(g.gvt(), t + 1);
-            assert!(g.lvt_upper_bound() < g.gvt() + 5);
-        }
-        let f = g.drain_committed();
-        assert_eq!(
-            f.iter().map(|x| x.0).collect::<Vec<_>>(),
-            vec![0, 4, 8, 12, 16, 20]
-        );
-        for (t, s) in f {
-            assert_eq!(s, (0..3).map(|b| st(b, t)).collect::<Vec<_>>());
-        }
-        g.validate().unwrap();
-        assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(0, 4, 4)).is_err());
-        assert!(GvtBuffer::new(Backend::default(), GvtConfig::new(3, 0, 4)).is_err());
-    }
-
-    /// `record_ticks` (one section over the blocks' chunks) against the same records made tick
-    /// by tick, with blocks of 2 ticks (window 8, a ring of 10) and of 16 (window 64, a ring of
-    /// 80): batches that cross blocks and the ring's end, entities whose bodies share a chunk or
-    /// are listed out of chunk order, a batch refused halfway (nothing recorded), and a batch
-    /// naming a body twice at one tick; every frame holds every body's state at its tick. The
-    /// batched buffer's chunks hold 64 bodies (three chunks, the last partial), 32 (five, the
-    /// last of 22 bodies), 8 (the size for 32 workers) or 1 (every record fills a chunk and
-    /// counts): the one recording tick by tick keeps chunks of 64, and both must agree.
-    #[test]
-    fn batched_records_equal_records_tick_by_tick() {
-        for window in [8, 64] {
-            for chunk in [64, 32, 8, 1] {
-                batched_records_with(window, chunk);
-            }
-        }
-    }
-
-    /// A record checks and sets a tick's bodies of one chunk as one mask (`ChunkRun`): when
-    /// some of them were recorded already it names the first of those in the tick's list,
-    /// and records nothing; and a batch whose bodies change from tick to tick, an empty tick
-    /// among them, records each tick's own bodies.
-    #[test]
-    fn a_chunk_at_a_time_names_the_body_recorded_already() {
+    fn bad_requests_change_nothing() {
         for &be in Backend::COMPILED {
-            let g = GvtBuffer::new(be, GvtConfig::new(10, 4, 64)).unwrap();
-            let rows = |bodies: &[BodyId], t: Tick| -> Vec<(BodyId, BodyState)> {
-                bodies.iter().map(|&b| (b, st(b, t))).collect()
-            };
-            g.record(2, &rows(&[5, 8], 2)).unwrap();
-            for (list, named) in [(&[1, 3, 5, 7][..], 5), (&[9, 8, 5, 0][..], 8), (&[7, 5], 5)] {
-                let (t1, t2) = (rows(list, 1), rows(list, 2));
-                assert_eq!(
-                    g.record_ticks(1, &[&t1, &t2]),
-                    Err(GvtError::AlreadyRecorded {
-                        body: named,
-                        tick: 2
-                    })
-                );
-            }
-            // Nothing of those was recorded: each body still records ticks 1 and 2, apart
-            // from 5 and 8 at 2.
-            let t1 = rows(&(0..10).collect::<Vec<_>>(), 1);
-            let t2 = rows(&[0, 1, 2, 3, 4, 6, 7, 9], 2);
-            g.record_ticks(1, &[&t1, &t2]).unwrap();
+            // window 4, slack 1, a frame every 4 ticks: a ring of 3 frames, 12 ticks.
+            let g = GvtBuffer::new(be, GvtConfig::new(3, 4, 4)).unwrap();
+            assert!(matches!(
+                g.record(12, &[(0, st(0, 12))]),
+                Err(GvtError::BeyondWindow { tick: 12, .. })
+            ));
+            assert!(matches!(
+                g.record_span(0, 13, &[0], |i, _| st(0, i as Tick)),
+                Err(GvtError::BeyondWindow { tick: 12, .. })
+            ));
+            assert_eq!(
+                g.record(0, &[(3, st(3, 0))]),
+                Err(GvtError::UnknownBody { body: 3, bodies: 3 })
+            );
+            assert_eq!(
+                g.record(0, &[(1, st(1, 0)), (1, st(1, 0))]),
+                Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
+            );
+            g.record(0, &[(1, st(1, 0))]).unwrap();
+            // A record of tick 0 again, with another state, is refused and changes no frame.
+            assert_eq!(
+                g.record(0, &[(0, st(0, 0)), (1, st(1, 77))]),
+                Err(GvtError::AlreadyRecorded { body: 1, tick: 0 })
+            );
+            assert_eq!(
+                g.record(2, &[(0, st(0, 2))]),
+                Err(GvtError::OutOfOrder {
+                    body: 0,
+                    tick: 2,
+                    front: 0
+                })
+            );
+            assert_eq!(
+                g.unrecord(0, &[0]),
+                Err(GvtError::NotRecorded { body: 0, tick: 0 })
+            );
+            g.record_span(1, 3, &[1], |i, _| st(1, 1 + i as Tick))
+                .unwrap();
+            // Body 1 has recorded 0..4: it takes back a suffix, not tick 2 alone.
+            assert_eq!(
+                g.unrecord(2, &[1]),
+                Err(GvtError::OutOfOrder {
+                    body: 1,
+                    tick: 3,
+                    front: 4
+                })
+            );
+            assert_eq!(
+                g.unrecord_ticks(2..5, &[1]),
+                Err(GvtError::NotRecorded { body: 1, tick: 4 })
+            );
             g.validate().unwrap();
-            // Ticks 3-6 by one batch whose bodies change, then the rest of each tick.
-            let h = GvtBuffer::new(be, GvtConfig::new(3, 4, 64)).unwrap();
-            let (a, none, b) = (rows(&[0, 1], 0), rows(&[], 1), rows(&[0, 1], 2));
-            let c = rows(&[2], 3);
-            h.record_ticks(0, &[&a, &none, &b, &c]).unwrap();
-            assert_eq!(h.gvt(), 0);
-            for (t, rest) in [(0, &[2][..]), (1, &[0, 1, 2]), (2, &[2]), (3, &[0, 1])] {
-                h.record(t, &rows(rest, t)).unwrap();
+            for b in [0, 2] {
+                g.record_span(0, 4, &[b], |i, _| st(b, i as Tick)).unwrap();
             }
-            assert_eq!(h.gvt(), 4);
-            h.validate().unwrap();
-            // The refusal named is the first in tick order, whatever the order the quick
-            // check meets them in: chunks of one body, so bodies 0 and 1 are separate runs.
-            for chunk in [1, 64] {
-                let k = GvtConfig {
+            assert_eq!(g.gvt(), 4);
+            let f = g.drain_committed();
+            assert_eq!(f, vec![(0, (0..3).map(|b| st(b, 0)).collect())]);
+            g.validate().unwrap();
+            assert!(GvtBuffer::new(be, GvtConfig::new(0, 4, 4)).is_err());
+            assert!(GvtBuffer::new(be, GvtConfig::new(3, 0, 4)).is_err());
+        }
+    }
+
+    /// Spans of random lengths, by entities of one to three bodies whose bodies share chunks
+    /// or not, rolling back now and then, against the same records made tick by tick on a
+    /// second buffer; the frame ring turns several times. Both commit the same ticks at every
+    /// step and hand out the same frames, each holding every body's last state at its tick;
+    /// chunks of 64, 8 and 1 bodies.
+    #[test]
+    fn spans_equal_records_tick_by_tick() {
+        use crate::scene::SplitMix64;
+        // 150 bodies: three chunks of 64 (the last partial).
+        let entities: [&[BodyId]; 5] = [&[0], &[140, 3, 70], &[1, 2], &[149, 64, 63], &[5]];
+        let rest: Vec<BodyId> = (0..150)
+            .filter(|b| !entities.iter().any(|e| e.contains(b)))
+            .collect();
+        for &be in Backend::COMPILED {
+            for (window, chunk) in [(8, 64), (64, 8), (64, 1)] {
+                let config = GvtConfig {
                     chunk,
-                    ..GvtConfig::new(3, 4, 64)
+                    ..GvtConfig::new(150, 3, window)
                 };
-                let k = GvtBuffer::new(be, k).unwrap();
-                k.record(5, &rows(&[0], 5)).unwrap();
-                k.record(4, &rows(&[1], 4)).unwrap();
-                let rows: Vec<_> = (3..7).map(|t| rows(&[0, 1], t)).collect();
-                let ticks: Vec<&[(BodyId, BodyState)]> = rows.iter().map(|r| &r[..]).collect();
-                assert_eq!(
-                    k.record_ticks(3, &ticks),
-                    Err(GvtError::AlreadyRecorded { body: 1, tick: 4 })
-                );
+                let spans = GvtBuffer::new(be, config).unwrap();
+                let ticks = GvtBuffer::new(be, GvtConfig::new(150, 3, window)).unwrap();
+                let mut rng = SplitMix64::new(window + chunk as u64);
+                let mut lvt = [0 as Tick; 5];
+                // A rollback's new states: a version per entity.
+                let mut version = [0u32; 5];
+                let state = |b: BodyId, t: Tick, v: u32| BodyState {
+                    velocity: Vec3::splat(v as f32),
+                    ..st(b, t)
+                };
+                let mut rest_at = 0;
+                for round in 0..40 * window {
+                    let e = (rng.next_u64() % 5) as usize;
+                    let gvt = spans.gvt();
+                    if rng.next_u64() % 6 == 0 && lvt[e] > gvt {
+                        let to = gvt + rng.next_u64() % (lvt[e] - gvt);
+                        spans.unrecord_ticks(to..lvt[e], entities[e]).unwrap();
+                        for t in (to..lvt[e]).rev() {
+                            ticks.unrecord(t, entities[e]).unwrap();
+                        }
+                        lvt[e] = to;
+                        version[e] += 1;
+                    } else {
+                        let upto = (gvt + window).min(lvt[e] + 1 + rng.next_u64() % 40);
+                        let (from, v) = (lvt[e], version[e]);
+                        let bodies = entities[e];
+                        spans
+                            .record_span(from, (upto - from) as usize, bodies, |i, j| {
+                                state(bodies[j], from + i as Tick, v)
+                            })
+                            .unwrap();
+                        for t in from..upto {
+                            let row: Vec<_> = bodies.iter().map(|&b| (b, state(b, t, v))).collect();
+                            ticks.record(t, &row).unwrap();
+                        }
+                        lvt[e] = upto;
+                    }
+                    // The other bodies keep up, one tick a round, so the ring turns.
+                    while rest_at < *lvt.iter().min().unwrap() {
+                        let row: Vec<_> = rest.iter().map(|&b| (b, st(b, rest_at))).collect();
+                        spans.record(rest_at, &row).unwrap();
+                        ticks.record(rest_at, &row).unwrap();
+                        rest_at += 1;
+                    }
+                    assert_eq!(spans.gvt(), ticks.gvt(), "round {round}");
+                    assert_eq!(spans.gvt(), rest_at.min(*lvt.iter().min().unwrap()));
+                    spans.validate().unwrap();
+                }
+                assert!(spans.gvt() > 3 * spans.ring, "the ring turned");
+                let frames = spans.drain_committed();
+                assert_eq!(frames, ticks.drain_committed());
+                assert_eq!(frames.len() as u64, spans.gvt().div_ceil(3));
+                for (t, states) in frames {
+                    for (b, s) in states.iter().enumerate() {
+                        assert_eq!(
+                            s.position,
+                            st(b as BodyId, t).position,
+                            "body {b}, tick {t}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -1414,101 +1000,6 @@ mod tests {
             .map(|b| GvtConfig::chunk_for(16, b))
             .to_vec();
         assert_eq!(sizes, [16, 16, 16, 32, 64, 64, 64]);
-    }
-
-    fn batched_records_with(window: u64, chunk: usize) {
-        // 150 bodies: three chunks.
-        let entities: [&[BodyId]; 5] = [&[0], &[140, 3, 70], &[1, 2], &[149, 64, 63], &[]];
-        let rest: Vec<BodyId> = (0..150)
-            .filter(|b| !entities.iter().any(|e| e.contains(b)))
-            .collect();
-        let rows = |bodies: &[BodyId], t: Tick| -> Vec<(BodyId, BodyState)> {
-            bodies.iter().map(|&b| (b, st(b, t))).collect()
-        };
-        for &be in Backend::COMPILED {
-            let config = GvtConfig {
-                chunk,
-                ..GvtConfig::new(150, 3, window)
-            };
-            let batched = GvtBuffer::new(be, config).unwrap();
-            // Records with `record_span`, as entities make them.
-            let spanned = GvtBuffer::new(be, config).unwrap();
-            let single = GvtBuffer::new(be, GvtConfig::new(150, 3, window)).unwrap();
-            let ring = batched.ring();
-            assert_eq!(ring, window + window / 4, "window {window}");
-            let mut lvt = [0 as Tick; 5];
-            let mut rest_at = 0;
-            for round in 0..60 * window / 8 {
-                let e = (round % 5) as usize;
-                let upto = (batched.gvt() + window).min(lvt[e] + 1 + round % 7);
-                let per_tick: Vec<Vec<(BodyId, BodyState)>> =
-                    (lvt[e]..upto).map(|t| rows(entities[e], t)).collect();
-                let ticks: Vec<&[(BodyId, BodyState)]> =
-                    per_tick.iter().map(|r| r.as_slice()).collect();
-                batched.record_ticks(lvt[e], &ticks).unwrap();
-                let (from, n) = (lvt[e], (upto - lvt[e]) as usize);
-                spanned
-                    .record_span(from, n, entities[e], |i, j| {
-                        st(entities[e][j], from + i as Tick)
-                    })
-                    .unwrap();
-                for (t, r) in (lvt[e]..).zip(&per_tick) {
-                    if !r.is_empty() {
-                        single.record(t, r).unwrap();
-                    }
-                }
-                lvt[e] = upto;
-                // The other bodies keep up, one tick a round, so the ring turns.
-                while rest_at < lvt.iter().take(4).min().copied().unwrap_or(0) {
-                    for g in [&batched, &spanned, &single] {
-                        g.record(rest_at, &rows(&rest, rest_at)).unwrap();
-                    }
-                    rest_at += 1;
-                }
-                assert_eq!(batched.gvt(), single.gvt(), "round {round}, chunk {chunk}");
-                assert_eq!(spanned.gvt(), single.gvt(), "round {round}, chunk {chunk}");
-                batched.validate().unwrap();
-                spanned.validate().unwrap();
-            }
-            assert!(
-                batched.gvt() > 2 * ring,
-                "the ring turned twice ({} of {ring})",
-                batched.gvt()
-            );
-            let frames = batched.drain_committed();
-            assert_eq!(frames, single.drain_committed());
-            assert_eq!(frames, spanned.drain_committed());
-            assert_eq!(frames.len() as u64, batched.gvt().div_ceil(3));
-            for (t, states) in frames {
-                assert_eq!(states, (0..150).map(|b| st(b, t)).collect::<Vec<_>>());
-            }
-            // Refused: its last tick is beyond the ring; and a body twice at one tick.
-            let t = lvt[2];
-            let far: Vec<Vec<(BodyId, BodyState)>> =
-                (t..t + ring + 2).map(|t| rows(&[1], t)).collect();
-            let far: Vec<&[(BodyId, BodyState)]> = far.iter().map(|r| r.as_slice()).collect();
-            assert!(matches!(
-                batched.record_ticks(t, &far),
-                Err(GvtError::BeyondWindow { .. })
-            ));
-            let twice = rows(&[2, 2], t);
-            assert_eq!(
-                batched.record_ticks(t, &[&twice]),
-                Err(GvtError::AlreadyRecorded { body: 2, tick: t })
-            );
-            // The entity furthest ahead takes its last tick back: refused if it is committed.
-            let e = (0..4).max_by_key(|&e| lvt[e]).unwrap();
-            let last = lvt[e] - 1;
-            let want = if last >= batched.gvt() {
-                Ok(())
-            } else {
-                Err(GvtError::Committed { tick: last })
-            };
-            assert_eq!(batched.unrecord(last, entities[e]), want);
-            assert_eq!(single.unrecord(last, entities[e]), want);
-            batched.validate().unwrap();
-            assert_eq!(batched.gvt(), single.gvt());
-        }
     }
 
     #[test]
