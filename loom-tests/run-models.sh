@@ -79,6 +79,8 @@ controls=(
     "engine|unguarded_tvht|engine_tvht_spans|tvht_span_entry_stm|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
     "engine|span_last_tick_unmet|engine_tvht_spans|tvht_span_entry_locks|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
     "engine|span_last_tick_unmet|engine_tvht_spans|tvht_span_entry_stm|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
+    "engine|span_ignores_marks|engine_tvht_spans|tvht_span_entry_locks|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
+    "engine|span_ignores_marks|engine_tvht_spans|tvht_span_entry_stm|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
     "engine|unguarded_tvht|engine_tvht_spans|tvht_cut_write_locks|TVHT CUT AND WRITE LOST OR DOUBLED A CONTACT"
     "engine|unguarded_tvht|engine_tvht_spans|tvht_cut_write_stm|TVHT CUT AND WRITE LOST OR DOUBLED A CONTACT"
     "engine|span_cut_spares_its_tick|engine_tvht_spans|tvht_cut_write_locks|TVHT CUT AND WRITE LOST OR DOUBLED A CONTACT"

@@ -4,7 +4,9 @@
 //!
 //! Bodies fly along x at y = z = 0.5 (a [`Line`] flight: one metre a tick times the anchor's
 //! velocity, a box of half side 0.3), inside one cell (cells of 4 m) and one time slice (8
-//! ticks), so every section names one bucket of entries and one of the record half. Body 1
+//! ticks), so every section names one bucket of entries and one of the record half (a span
+//! first names the record half alone, and the bucket of entries once the cell's mark says
+//! entries may be there: see "Marks" in `span.rs`). Body 1
 //! (entity 1) flies over `TICK - 2 ..= TICK` from x = 0.5 at 1 m a tick.
 //!
 //! * `tvht_span_span_*`: while entity 1 writes body 1's span, entity 2 writes body 2's over
@@ -36,7 +38,10 @@
 //! as a swept box that left it out would) must be caught by the first two: `TICK` is body 1's
 //! last tick (for the span model, only where body 1's span is written second). And
 //! `TIMEWARP_BROKEN=span_cut_spares_its_tick` (a cut gives back its contacts after the cut
-//! tick only) by the third, where the write came first.
+//! tick only) by the third, where the write came first. `TIMEWARP_BROKEN=span_ignores_marks`
+//! (a span trusts the marks of entries it planned with: at first none, so it names no bucket
+//! of entries) must be caught by `tvht_span_entry_*`, where the entries were written between
+//! the span's plan and its section (`TVHT SPAN AND ENTRY REPORTED THE CONTACT 0 TIMES`).
 //!
 //! Preemption bounds: the lock models are explored exhaustively, the STM models at bound 3.
 #![cfg(all(loom, feature = "engine"))]

@@ -131,6 +131,12 @@ pub(super) struct Bucket {
     /// contacts of spans it owns.
     pub(super) spans: Vec<SpanRec>,
     pub(super) met: Vec<Contact>,
+    /// In the record half: one more than the latest time slice at which an entry was
+    /// written in a cell hashed here (0: none yet). Raised by the entry writes, in their
+    /// section (which names this bucket anyway, to meet the records); never lowered. A span
+    /// looks at the buckets of entries of these cells only at slices below it (see "Marks"
+    /// in `span.rs`).
+    pub(super) marks: Tick,
 }
 
 impl Bucket {

@@ -52,7 +52,7 @@ pub(super) struct Plan {
     /// `lo` and `hi` as floats, when every coordinate is below 2^24 in magnitude (so they
     /// and the next integers are exact): see [`Plan::keeps`].
     cells_f: Option<(glam::Vec3, glam::Vec3)>,
-    slice: Tick,
+    pub(super) slice: Tick,
     pub(super) buckets: std::ops::Range<usize>,
     /// The distinct sleep buckets of its cells (empty without sleep records).
     pub(super) sleep: std::ops::Range<usize>,
@@ -137,6 +137,11 @@ impl Planned {
     /// The distinct sleep buckets of a plan.
     pub(super) fn sleep_buckets(&self, p: &Plan) -> &[usize] {
         &self.keys[p.sleep.clone()]
+    }
+
+    /// Every plan of the request.
+    pub(super) fn plans(&self) -> &[Plan] {
+        &self.plans
     }
 
     /// The plans used by the first `n` bodies of the request (in request order): plans are

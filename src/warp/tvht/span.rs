@@ -29,6 +29,16 @@
 //! bucket no span visits again is bounded by the buckets, and a full sweep
 //! ([`Tvht::prune_before`]) takes it.
 //!
+//! **Marks.** A span of hundreds of ticks covers several time slices of each of its cells, and
+//! most of those buckets of entries are empty (in `parallel` 2000, 26 of the 31 buckets a span
+//! named). So a record-half bucket keeps a *mark*, one more than the latest slice at which an
+//! entry was written in one of its cells ([`Bucket::marks`], raised by the entry writes in the
+//! section they run anyway, never lowered), and a span names the buckets of entries of a cell
+//! only at the slices below its mark. It plans with the marks it last saw (at first none) and
+//! its section reads the marks again: if one has risen past what it planned, it plans again
+//! with them. An entry write and a span that meet share the record-half bucket of the cell, so
+//! one of the two sees the other: the span sees the raised mark, or the entry sees the span.
+//!
 //! Invariants, checked by `validate`: a live span is in exactly the record-half buckets of its
 //! box's cells, with identical copies; a body has at one tick one entry, sleep record or span,
 //! never two; every pair of a span and a live entry, sleep record or span of another entity
@@ -262,6 +272,21 @@ pub(super) fn involves(
             .any(|x| x.entity == entity && x.body == body && x.tag == tag)
 }
 
+/// A span request as planned: its keys, each body's record-half and entry ranges of them, and
+/// the marks planned with (by record-half bucket).
+type SpanPlan<'a> = (
+    &'a [usize],
+    &'a [std::ops::Range<usize>],
+    &'a [(usize, Tick)],
+);
+
+/// What a span's section did: wrote the spans (the last tick they reach, their contacts), or
+/// found a mark risen past those planned with (the marks it saw: plan again).
+enum SpanOut {
+    Written(Tick, Vec<Contact>),
+    Again(Vec<(usize, Tick)>),
+}
+
 impl Tvht {
     /// The table's [`Flight`]; an error if it has none (a span was asked of a table made
     /// without one).
@@ -316,7 +341,7 @@ impl Tvht {
         bodies: &[SpanEntry],
         stops: impl Fn(&Contact) -> bool,
     ) -> Result<(Tick, Vec<Contact>), TvhtError> {
-        let flight = self.flight()?;
+        self.flight()?;
         let floor = self.floor();
         if from < floor {
             return Err(TvhtError::BehindFloor { tick: from, floor });
@@ -324,10 +349,84 @@ impl Tvht {
         if to < from {
             return Err(TvhtError::Config(format!("empty span {from}..={to}")));
         }
-        let mut keys = Vec::new();
-        let ranges = self.plan_span(from, to, bodies, &mut keys, true)?;
+        // The marks planned with, by record-half bucket (none at first; see "Marks").
+        let mut marks: Vec<(usize, Tick)> = Vec::new();
+        loop {
+            let mut keys = Vec::new();
+            let ranges = self.plan_span_marked(from, to, bodies, &marks, &mut keys)?;
+            let plan = (&keys[..], &ranges[..], &marks[..]);
+            match self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan) {
+                Ok(SpanOut::Written(last, c)) => return Ok((last, c)),
+                Ok(SpanOut::Again(seen)) => marks = seen,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The keys of a span request: each body's record-half buckets (of its box's cells), then
+    /// each body's buckets of entries at the slices of `from..=to` below the mark of the cell's
+    /// record-half bucket in `marks` (0 for one not there), see "Marks".
+    fn plan_span_marked(
+        &self,
+        from: Tick,
+        to: Tick,
+        bodies: &[SpanEntry],
+        marks: &[(usize, Tick)],
+        keys: &mut Vec<usize>,
+    ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
+        let mut ranges = self.plan_span(from, to, bodies, keys, false)?;
+        let (first, last) = (from >> self.span_shift, to >> self.span_shift);
+        for b in bodies {
+            let (lo, hi) = self.cell_range(b.body, from, &b.aabb)?;
+            let all = super::cells::cells(lo, hi).flat_map(|c| {
+                let k = self.sleep_slot(c);
+                let mark = marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+                (first..(last + 1).min(mark)).map(move |s| self.bucket_of(c, s << self.span_shift))
+            });
+            ranges.push(super::plan::push_distinct(keys, all));
+        }
+        Ok(ranges)
+    }
+
+    /// The section of [`Tvht::write_span`] over `keys` as planned: the spans written, or, if a
+    /// mark of its record-half buckets has risen past what was planned, the marks to plan with
+    /// again (nothing written).
+    #[allow(clippy::too_many_arguments)]
+    fn write_span_planned(
+        &self,
+        entity: EntityId,
+        tag: u64,
+        (from, to): (Tick, Tick),
+        bodies: &[SpanEntry],
+        stops: &impl Fn(&Contact) -> bool,
+        (keys, ranges, marks): SpanPlan<'_>,
+    ) -> Result<SpanOut, TvhtError> {
+        let flight = self.flight()?;
+        let floor = self.floor();
         let (recs, main) = ranges.split_at(bodies.len());
-        let out = self.section(&keys, |view, look| {
+        let out = self.section(keys, |view, look| {
+            // The marks: none may have risen past those planned with, at this span's slices.
+            // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+            // `TIMEWARP_BROKEN=span_ignores_marks` (a loom negative control, see
+            // `sync::broken`): the span trusts the marks it planned with.
+            #[cfg(timewarp_broken)]
+            let check = !crate::sync::broken("span_ignores_marks");
+            #[cfg(not(timewarp_broken))]
+            let check = true;
+            if check {
+                // Whether entries may be at the span's slices (below `end`) beyond those planned.
+                let end = (to >> self.span_shift) + 1;
+                let mut seen: Vec<(usize, Tick)> = Vec::new();
+                for &k in recs.iter().flat_map(|ks| &keys[ks.clone()]) {
+                    if seen.iter().all(|s| s.0 != k) {
+                        seen.push((k, view.get(k).marks));
+                    }
+                }
+                let was = |k: usize| marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+                if seen.iter().any(|&(k, m)| m.min(end) > was(k).min(end)) {
+                    return Ok(SpanOut::Again(seen));
+                }
+            }
             refining();
             // Nothing of these bodies at these ticks already.
             for (b, ks) in bodies.iter().zip(recs) {
@@ -447,14 +546,18 @@ impl Tvht {
             for &(c, k) in &met {
                 view.get_mut(k).met.push(c);
             }
-            Ok((last, met.into_iter().map(|(c, _)| c).collect::<Vec<_>>()))
+            let met = met.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
+            Ok(SpanOut::Written(last, met))
         });
-        out.map(|(last, mut c)| {
-            self.refined_committed();
-            // Only the record half changed, and its buckets dropped what lay behind the floor
-            // as they took the spans: nothing to note in the ledger.
-            c.sort_unstable_by_key(Contact::key);
-            (last, c)
+        out.map(|o| match o {
+            SpanOut::Written(last, mut c) => {
+                self.refined_committed();
+                // Only the record half changed, and its buckets dropped what lay behind the
+                // floor as they took the spans: nothing to note in the ledger.
+                c.sort_unstable_by_key(Contact::key);
+                SpanOut::Written(last, c)
+            }
+            again => again,
         })
     }
 

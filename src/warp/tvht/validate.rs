@@ -12,6 +12,7 @@
 //! (`runs.rs`, "Why a look at a run is safe").
 
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
+use super::cells::cells;
 use super::runs::Snapshot;
 use super::sleep::SleepRec;
 use super::span::{Held, SpanRec};
@@ -201,6 +202,21 @@ impl Tvht {
                 return err(format!(
                     "entry {e:?} is in buckets {buckets:?}, its cells hash to {want:?}"
                 ));
+            }
+            // Its cells' record-half buckets are marked past its slice (see "Marks" in
+            // `span.rs`): a span looks for it there.
+            if self.sleep {
+                let (lo, hi) = self
+                    .cell_range(*body, *tick, &e.aabb)
+                    .expect("checked above");
+                let slice = *tick >> self.span_shift;
+                if let Some(c) = cells(lo, hi).find(|&c| snap[self.sleep_slot(c)].marks <= slice) {
+                    return err(format!(
+                        "entry {e:?} at slice {slice}: the record-half bucket of its cell {c:?} \
+                         is marked only below {}",
+                        snap[self.sleep_slot(c)].marks
+                    ));
+                }
             }
         }
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =

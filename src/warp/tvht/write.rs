@@ -499,6 +499,15 @@ impl Tvht {
                     }
                 }
             }
+            // The record-half buckets of the request's cells learn that entries may be at its
+            // slices (see "Marks" in `span.rs`): once a slice, most requests change nothing.
+            for p in planned.plans() {
+                for &i in planned.sleep_slots(p) {
+                    if view.at(i).marks <= p.slice {
+                        view.at_mut(i).marks = p.slice + 1;
+                    }
+                }
+            }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
             let mut dropped = Vec::new();
             for i in 0..view.keys().len() {
