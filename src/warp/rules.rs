@@ -622,6 +622,78 @@ impl Rules {
         }
     }
 
+    /// Rule 2 over an interval: whether bodies `a` and `b`, each flying from an anchor or still
+    /// at a state, certainly do not touch ([`Rules::in_contact`]) at any tick of `from..=to`.
+    /// Two bodies touch at a tick only if their shapes are within the tick's sweep of their
+    /// relative velocity (`collide`'s margin) and their boxes overlap; each shape lies within
+    /// its bounding sphere (the radius, or [`shape_extent`]) around the body's position. Under
+    /// one gravity two flights differ by a line in time, a flight and a still body by a
+    /// parabola: the least distance of their centres over the interval is that of the line
+    /// (less the parabola's bend), computed in f64, and the pair is apart if it exceeds both
+    /// spheres, the fastest relative sweep of a tick and the boxes' margins, with a slack of
+    /// [`APART_SLACK`] of the larger body's magnitudes (position, displacement, radius) and
+    /// 0.1 mm.
+    ///
+    /// [`shape_extent`]: crate::geometry::shape_extent
+    pub fn apart(
+        &self,
+        (a, ma): (usize, super::tvht::Motion<'_>),
+        (b, mb): (usize, super::tvht::Motion<'_>),
+        from: Tick,
+        to: Tick,
+    ) -> bool {
+        use super::tvht::Motion;
+        let dt = f64::from(self.dt);
+        let g = self.gravity.as_dvec3();
+        // Position p(s) = c0 + c1 s + c2 s^2 and velocity c1 + 2 c2 s, `s` seconds after tick
+        // `from`.
+        let poly = |m: Motion<'_>| match m {
+            Motion::Flying(an) => {
+                debug_assert!(an.tick <= from);
+                let t0 = (from - an.tick) as f64 * dt;
+                let (p, v) = (an.state.position.as_dvec3(), an.state.velocity.as_dvec3());
+                (p + v * t0 + g * (0.5 * t0 * t0), v + g * t0, g * 0.5, v)
+            }
+            Motion::Still(st) => {
+                let z = glam::DVec3::ZERO;
+                (st.position.as_dvec3(), z, z, st.velocity.as_dvec3())
+            }
+        };
+        let (pa, va, ca, wa) = poly(ma);
+        let (pb, vb, cb, wb) = poly(mb);
+        let span = (to - from) as f64 * dt;
+        let (d0, d1, d2) = (pa - pb, va - vb, ca - cb);
+        // The relative velocity at either end (a line in time); a still body's is its own.
+        let vel = |s: f64, m: Motion<'_>, v: glam::DVec3, c: glam::DVec3, w: glam::DVec3| match m {
+            Motion::Flying(_) => v + c * (2.0 * s),
+            Motion::Still(_) => w,
+        };
+        let fastest = [0.0, span]
+            .iter()
+            .map(|&s| (vel(s, ma, va, ca, wa) - vel(s, mb, vb, cb, wb)).length())
+            .fold(0.0, f64::max);
+        let ll = d1.length_squared();
+        let s_near = if ll > 0.0 {
+            (-d0.dot(d1) / ll).clamp(0.0, span)
+        } else {
+            0.0
+        };
+        let nearest = (d0 + d1 * s_near).length() - d2.length() * span * span;
+        let radius = |i: usize| {
+            f64::from(match self.shapes[i] {
+                Shape::Sphere { radius } => radius,
+                ref other => crate::geometry::shape_extent(other),
+            })
+        };
+        let (ra, rb) = (radius(a), radius(b));
+        let size = |p: glam::DVec3, v: glam::DVec3, w: glam::DVec3, c: glam::DVec3, r: f64| {
+            p.length() + (v.length() + w.length()) * span + c.length() * span * span + r
+        };
+        let magnitude = size(pa, va, wa, ca, ra).max(size(pb, vb, wb, cb, rb));
+        let reach = ra + rb + fastest * dt + 2.0 * f64::from(AABB_MARGIN);
+        nearest > reach + APART_SLACK * magnitude + 1e-4
+    }
+
     /// Rule 1 over a span: a box that contains body `i`'s box of rule 1 ([`Rules::aabb`]) at
     /// every tick of `sweep`'s span (the TVHT's box of a span record).
     pub fn span_aabb(&self, sweep: &SpanSweep) -> Aabb {
@@ -710,6 +782,18 @@ impl super::tvht::Flight for Rules {
     fn sweep(&self, body: super::BodyId, anchor: &Anchor, from: Tick, to: Tick) -> Option<Aabb> {
         Some(self.span_aabb(&self.span(body as usize, anchor, from, to)))
     }
+
+    /// Rule 2 over an interval ([`Rules::apart`]).
+    #[inline]
+    fn apart(
+        &self,
+        (a, ma): (super::BodyId, super::tvht::Motion<'_>),
+        (b, mb): (super::BodyId, super::tvht::Motion<'_>),
+        from: Tick,
+        to: Tick,
+    ) -> bool {
+        Rules::apart(self, (a as usize, ma), (b as usize, mb), from, to)
+    }
 }
 
 /// What a body's flight from one anchor sweeps over a span of ticks `from..=to` (rule 1 over
@@ -732,6 +816,12 @@ pub struct SpanSweep {
 /// Relative slack of a span's bounds over the values they bound (see [`SpanSweep`]): f32's
 /// rounding is 6e-8 of a value; the flight's few operations stay far inside this.
 pub const SPAN_SLACK: f32 = 1e-5;
+
+/// The relative slack of [`Rules::apart`]: a state's flight is a few f32 operations on
+/// magnitudes up to its position, displacement and radius, each rounded by at most half an
+/// ulp (6e-8 of the magnitude), and the contact test rounds the distance of two such states
+/// again: about 5e-7 of the magnitude in all, so 4e-6 leaves a factor of eight.
+pub const APART_SLACK: f64 = 4e-6;
 
 /// A body's anchor (rule 4): its state just after its last event (kicks, a static body's
 /// correction, a step of its group's solver, a change of its group) and that event's tick, or
@@ -928,6 +1018,98 @@ mod tests {
             }
         }
         assert!(cleared > 200, "only {cleared} spans of 3000 cleared");
+    }
+
+    /// Rule 2 over an interval: whenever [`Rules::apart`] says two bodies never touch over an
+    /// interval, [`Rules::in_contact`] is false at every tick of it (in f32, where a pair
+    /// called apart one ulp too soon is a missed contact). Random pairs of spheres, boxes and
+    /// cylinders, flying or one still (a sleep record's state), spinning, under gravity of any
+    /// direction, near the origin or 75 km from it (the far end of `parallel` 100,000), passing
+    /// within a few radii of each other over 1 to 300 ticks; and it calls most far pairs apart.
+    #[test]
+    fn bodies_called_apart_never_touch() {
+        use super::super::tvht::Motion;
+        use crate::scene::{BodySpec, SceneBuilder};
+        let mut rng = SplitMix64::new(77);
+        let (mut apart, mut touched, mut far_apart) = (0, 0, 0);
+        for case in 0..4000 {
+            let mut u = || rng.next_signed();
+            let g = Vec3::new(u(), u(), u()) * if case % 3 == 0 { 0.0 } else { 10.0 };
+            let shape = |k: usize, u: &mut dyn FnMut() -> f32| match k % 3 {
+                0 => BodySpec::sphere(0.1 + 0.5 * u().abs()),
+                1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() * 0.5 + 0.05),
+                _ => BodySpec::cylinder(0.1 + 0.5 * u().abs(), 0.1 + 0.5 * u().abs()),
+            };
+            let (sa, sb) = (shape(case, &mut u), shape(case / 3, &mut u));
+            let scene = SceneBuilder::new()
+                .gravity(g)
+                .body(sa.position(Vec3::ZERO))
+                .body(sb.position(Vec3::new(5.0, 0.0, 0.0)))
+                .build()
+                .unwrap();
+            let rules = Rules::new(&scene).unwrap();
+            let origin = match case % 4 {
+                0 => Vec3::new(75_000.0, 0.0, 0.0),
+                1 => Vec3::new(u(), u(), u()) * 5000.0,
+                _ => Vec3::new(u(), u(), u()) * 20.0,
+            };
+            let speed = if case % 2 == 0 { 2.0 } else { 20.0 };
+            let state = |u: &mut dyn FnMut() -> f32| BodyState {
+                position: origin + Vec3::new(u(), u(), u()) * 3.0,
+                rotation: Quat::from_scaled_axis(Vec3::new(u(), u(), u()) * 3.0).normalize(),
+                velocity: Vec3::new(u(), u(), u()) * speed,
+                angular_velocity: Vec3::new(u(), u(), u()) * 20.0,
+            };
+            let a = Anchor::at(100, state(&mut u));
+            let mut b = Anchor::at(100 + (u().abs() * 50.0) as Tick, state(&mut u));
+            let still = case % 5 == 0;
+            let from = b.tick + (u().abs() * 50.0) as Tick;
+            let to = from + (u().abs() * 300.0) as Tick;
+            if case % 2 == 1 {
+                // A near miss or a graze: at a tick `k` of the interval the centres are
+                // `f` times the sum of the bounding radii apart, `f` in 0.6..1.6.
+                let extent = |i: usize| match rules.shapes[i] {
+                    Shape::Sphere { radius } => radius,
+                    ref other => crate::geometry::shape_extent(other),
+                };
+                let k = from + (u().abs() * (to - from) as f32) as Tick;
+                let gap = (extent(0) + extent(1)) * (1.1 + 0.5 * u());
+                let n = Vec3::new(u(), u(), u()).normalize_or(Vec3::X) * gap;
+                let at_k = rules.flight(&a, k).position - n;
+                b.state.position = if still {
+                    at_k
+                } else {
+                    // Back from tick `k` to b's anchor along its own flight.
+                    let t = (k - b.tick) as f32 * rules.dt;
+                    at_k - b.state.velocity * t - rules.gravity * (0.5 * t * t)
+                };
+            }
+            let mb = if still {
+                Motion::Still(&b.state)
+            } else {
+                Motion::Flying(&b)
+            };
+            let said = rules.apart((0, Motion::Flying(&a)), (1, mb), from, to);
+            let mut any = false;
+            for t in from..=to {
+                let x = rules.flight(&a, t);
+                let y = if still { b.state } else { rules.flight(&b, t) };
+                if rules.in_contact(0, &x, 1, &y) {
+                    any = true;
+                    assert!(
+                        !said,
+                        "case {case}: called apart over {from}..={to}, touch at {t}"
+                    );
+                }
+            }
+            apart += usize::from(said);
+            touched += usize::from(any);
+            far_apart += usize::from(said && case % 4 == 0);
+        }
+        assert!(
+            apart > 1000 && touched > 500 && far_apart > 200,
+            "apart {apart}, touched {touched}, apart 75 km out {far_apart} of 4000"
+        );
     }
 
     /// The plane skip loses nothing: whenever it says a body is clear of a plane, the narrow

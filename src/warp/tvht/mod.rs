@@ -90,7 +90,7 @@ mod write;
 
 use bucket::{Bucket, holders};
 use runs::{Graveyard, Look};
-pub use span::{Flight, SpanEntry};
+pub use span::{Flight, Motion, SpanEntry};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
 pub use write::WriteBuffers;
 

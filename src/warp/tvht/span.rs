@@ -22,6 +22,12 @@
 //! rollback **cuts** a span at its tick ([`Tvht::cut_span`], Algorithm 7 for an interval) and
 //! gets back the contacts of the ticks it removed.
 //!
+//! **Refinement** of a pair over a common interval halves it while the two boxes over a half
+//! overlap ([`Flight::sweep`]), and skips a half the flight calls **apart**
+//! ([`Flight::apart`]: the engine's rules bound the distance of two flights, which under one
+//! gravity differ by a line in time, conservatively in f64): pairs whose boxes overlap only
+//! because they are long, as in `bouncing`, cost a few such tests instead of a tick each.
+//!
 //! **Reclamation.** A record-half bucket drops the spans and span contacts behind the floor
 //! whenever a span is written into it, in that section, rather than through the ledger: a span
 //! names up to a few record buckets, and sweeping each later would cost a section of its own
@@ -73,6 +79,27 @@ pub trait Flight: Send + Sync {
         let _ = (body, anchor, from, to);
         None
     }
+    /// Whether two bodies, each flying or still as `a` and `b` say, certainly do not touch
+    /// ([`Flight::touches`]) at any tick of `from..=to`: the table then refines nothing there.
+    /// Conservative: `false` when in doubt (the default: always).
+    fn apart(
+        &self,
+        a: (BodyId, Motion<'_>),
+        b: (BodyId, Motion<'_>),
+        from: Tick,
+        to: Tick,
+    ) -> bool {
+        let _ = (a, b, from, to);
+        false
+    }
+}
+
+/// How a record's body moves over its ticks, for [`Flight::apart`]: flying from an anchor (a
+/// span), or still at one state (a sleep record).
+#[derive(Clone, Copy, Debug)]
+pub enum Motion<'a> {
+    Flying(&'a Anchor),
+    Still(&'a BodyState),
 }
 
 /// What a record bucket holds over an interval of ticks, as a span being written meets it: a
@@ -84,6 +111,8 @@ pub(super) trait Held {
     fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry;
     /// A box holding its box at every tick of `from..=to`, if known (see [`Flight::sweep`]).
     fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb>;
+    /// Its body and how it moves (see [`Flight::apart`]).
+    fn motion(&self) -> (BodyId, Motion<'_>);
 }
 
 impl Held for SleepRec {
@@ -95,6 +124,9 @@ impl Held for SleepRec {
     }
     fn sweep(&self, _: &dyn Flight, _: Tick, _: Tick) -> Option<Aabb> {
         Some(self.aabb)
+    }
+    fn motion(&self) -> (BodyId, Motion<'_>) {
+        (self.body, Motion::Still(&self.state))
     }
 }
 
@@ -108,33 +140,56 @@ impl Held for SpanRec {
     fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb> {
         flight.sweep(self.body, &self.anchor, from, to)
     }
+    fn motion(&self) -> (BodyId, Motion<'_>) {
+        (self.body, Motion::Flying(&self.anchor))
+    }
 }
 
 /// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]).
 const REFINE_TICKS: u64 = 4;
 
-/// The ticks of `lo..=hi`, ascending, at which two bodies may meet, whose boxes over any
-/// sub-interval are bounded by `a` and `b` (`None`: no bound): an interval where the two bounds
-/// do not overlap has none; one where they do is halved, down to [`REFINE_TICKS`] ticks, whose
-/// every tick is a candidate. `visit` gets each candidate in order and stops the walk by
-/// returning false; returns false if it did.
+/// The ticks of `lo..=hi`, ascending, at which two bodies may meet. `near(l, h)` says whether
+/// they may meet within `l..=h`: `Some(false)` if certainly not (their boxes over it do not
+/// overlap, or [`Flight::apart`] says so), `Some(true)` if they may, `None` if it cannot tell
+/// (no bound on a box). An interval they cannot meet in has no candidate; one they may is
+/// halved, down to [`REFINE_TICKS`] ticks, whose every tick is a candidate (so is every tick
+/// of one where `near` cannot tell). `visit` gets each candidate in order and stops the walk
+/// by returning false; returns false if it did.
 fn candidate_ticks(
     (lo, hi): (Tick, Tick),
-    a: &dyn Fn(Tick, Tick) -> Option<Aabb>,
-    b: &dyn Fn(Tick, Tick) -> Option<Aabb>,
+    near: &dyn Fn(Tick, Tick) -> Option<bool>,
     visit: &mut dyn FnMut(Tick) -> bool,
 ) -> bool {
     if hi - lo >= REFINE_TICKS {
-        if let (Some(x), Some(y)) = (a(lo, hi), b(lo, hi)) {
-            if !x.overlaps(&y) {
+        if let Some(may) = near(lo, hi) {
+            if !may {
                 return true;
             }
             let mid = lo + (hi - lo) / 2;
-            return candidate_ticks((lo, mid), a, b, visit)
-                && candidate_ticks((mid + 1, hi), a, b, visit);
+            return candidate_ticks((lo, mid), near, visit)
+                && candidate_ticks((mid + 1, hi), near, visit);
         }
+    } else if near(lo, hi) == Some(false) {
+        return true;
     }
     (lo..=hi).all(visit)
+}
+
+/// [`candidate_ticks`]'s `near` for a span of `me` (flying from `anchor`) and a record `o`:
+/// their boxes over the interval overlap, and the flight cannot tell them apart.
+fn near_of<'a>(
+    flight: &'a dyn Flight,
+    (me, anchor): (BodyId, &'a Anchor),
+    o: &'a dyn Held,
+) -> impl Fn(Tick, Tick) -> Option<bool> + 'a {
+    move |l, h| {
+        if flight.apart((me, Motion::Flying(anchor)), o.motion(), l, h) {
+            return Some(false);
+        }
+        let x = flight.sweep(me, anchor, l, h)?;
+        let y = o.sweep(flight, l, h)?;
+        Some(x.overlaps(&y))
+    }
 }
 
 /// A body's span to write: it flies from `anchor` at the span's ticks, inside `aabb`, which
@@ -507,8 +562,7 @@ impl Tvht {
                         if lo < hi {
                             candidate_ticks(
                                 (lo, hi - 1),
-                                &|l, h| flight.sweep(me.body, &me.anchor, l, h),
-                                &|l, h| o.sweep(flight, l, h),
+                                &near_of(flight, (me.body, &me.anchor), o),
                                 &mut |t| {
                                     if t > last {
                                         return false;
@@ -657,8 +711,7 @@ pub(super) fn record_meets_spans(
         if lo < hi {
             candidate_ticks(
                 (lo, hi - 1),
-                &|l, h| flight.sweep(s.body, &s.anchor, l, h),
-                &|_, _| Some(r.aabb),
+                &near_of(flight, (s.body, &s.anchor), r),
                 &mut |t| {
                     found.extend(s.meets(flight, &r.at(t)));
                     true
