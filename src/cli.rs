@@ -479,6 +479,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         full_window: args.full_window,
         tvht_span: args.tvht_span,
         max_span: args.max_span,
+        sleep: true,
     };
     play(&scene, &options, None, &args.play.outputs())
 }
@@ -493,6 +494,7 @@ fn resume(args: ResumeArgs) -> Result<(), Failure> {
         progress: !args.play.quiet,
         label: saved.label.clone(),
         groups: saved.state.groups(),
+        sleep: saved.state.sleep(),
         ..RunOptions::default()
     };
     play(&saved.scene, &options, Some(&saved), &args.play.outputs())

@@ -678,14 +678,15 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         d,
         &["future.ck", &format!("version {newer}"), "newer"],
     );
-    // Version 3 added every body's rolling resistance: an older file is refused by its version.
-    let mut v2 = good.clone();
-    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
-    put("v2.ck", &v2);
+    // Version 4 added the run's `--sleep` to the warp engine's state: an older file is
+    // refused by its version.
+    let mut v3 = good.clone();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    put("v3.ck", &v3);
     fails(
-        &["resume", "v2.ck"],
+        &["resume", "v3.ck"],
         d,
-        &["v2.ck", "version 2 is not supported", "older timewarp"],
+        &["v3.ck", "version 3 is not supported", "older timewarp"],
     );
 
     fails(&["resume", "missing.ck"], d, &["missing.ck"]);
@@ -718,6 +719,19 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         &["resume", "islands.ck"],
         d,
         &["islands.ck", &format!("body {lost} is in no island")],
+    );
+    // A group asleep in a run with sleep off, where none ever sleeps.
+    let mut c = Checkpoint::read(&d.join("groups.ck")).unwrap();
+    let EngineState::WarpGroups { islands, sleep, .. } = &mut c.state else {
+        panic!("a run with contact groups saves its islands");
+    };
+    *sleep = false;
+    islands[0].asleep = true;
+    put("asleep.ck", &c.encode().unwrap());
+    fails(
+        &["resume", "asleep.ck"],
+        d,
+        &["asleep.ck", "is asleep in a run with sleep off"],
     );
 
     // Resuming to a time before the checkpoint.
