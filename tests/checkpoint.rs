@@ -91,8 +91,11 @@ fn engine_args(bodies: &'static str, engine: &'static str) -> Vec<&'static str> 
 }
 
 /// The flags that pick `engine`: `frame`, `warp` (contact groups off: the run's default is on)
-/// or `warp+groups`.
+/// or `warp+groups`, each with `--sleep off` after it when its name ends in `, sleep off`.
 fn engine_flags(engine: &str) -> Vec<&'static str> {
+    if let Some(e) = engine.strip_suffix(", sleep off") {
+        return [engine_flags(e), vec!["--sleep", "off"]].concat();
+    }
     match engine {
         "frame" => vec!["--engine", "frame"],
         "warp" => vec!["--engine", "warp", "--groups", "off"],
@@ -313,6 +316,72 @@ fn resuming_with_groups_against_the_checkpoint_is_one_clear_error() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("contact groups off"), "{err}");
+}
+
+/// `--sleep off` is saved with the engine's state, and `resume` keeps it: `pyramids` 110, cut
+/// at 0.3 s while it rests awake, resumed to 1.2 s (past the 0.5 s at which it would fall
+/// asleep with sleep on), gives the uninterrupted sleep-off run's checksum, not the sleep-on
+/// one, in both engines, and says `sleep off`. The library refuses to resume such a state with
+/// sleep on, in one line.
+#[test]
+fn sleep_off_is_kept_across_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for engine in ["frame", "warp+groups"] {
+        let off = format!("{engine}, sleep off");
+        round_trip(
+            &off,
+            "pyramids",
+            "110",
+            "1.2",
+            &["0.3"],
+            "1",
+            "2",
+            backends()[0],
+        );
+        let full = |engine: &str| {
+            let mut args = vec!["run", "pyramids", "--bodies", "110", "--seconds", "1.2"];
+            args.extend(engine_flags(engine));
+            args.extend(["--checksum", "-q"]);
+            checksum(&ok(&args, d))
+        };
+        assert_ne!(
+            full(engine),
+            full(&off),
+            "{engine}: sleep off changes nothing"
+        );
+        let mut args = vec!["run", "pyramids", "--bodies", "110", "--seconds", "0.3"];
+        args.extend(engine_flags(&off));
+        args.extend(["--checkpoint", "s.ck", "-q"]);
+        ok(&args, d);
+        let resumed = ok(&["resume", "s.ck", "--seconds", "0.4"], d);
+        assert!(
+            resumed.lines().next().unwrap().ends_with(", sleep off"),
+            "{resumed}"
+        );
+        let saved = Checkpoint::read(&d.join("s.ck")).unwrap();
+        assert!(!saved.state.sleep());
+        let on = RunOptions {
+            groups: saved.state.groups(),
+            ..options(saved.state.engine(), 1.2, 1)
+        };
+        let err = run_scene_with(
+            &saved.scene,
+            &on,
+            Some(Resume {
+                frame: saved.frame,
+                state: &saved.state,
+            }),
+            &mut Checksum::new(&saved.scene),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("with sleep off, this run has sleep on"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
