@@ -102,6 +102,7 @@ fn bench_warp(c: &mut Criterion) {
         groups: false,
         tvht_span: None,
         max_span: None,
+        sleep: true,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

@@ -36,6 +36,9 @@
 //!     resumed groups count as born the tick before, so they may change at the checkpoint's
 //!     tick as the groups of the run that was cut did.
 //!
+//!   Either engine's state carries the run's `--sleep` (the frame engine's in its snapshot),
+//!   so that `resume` goes on with it.
+//!
 //! The thread count and the backend are not saved: committed frames are bit-identical for any
 //! of them (DESIGN.md, "Determinism is a contract"), so a resumed run may use others.
 //!
@@ -83,12 +86,13 @@ use crate::warp::rules::Anchor;
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build reads. Version 2 added the warp engine's state with contact
 /// groups ([`EngineState::WarpGroups`]); version 3 the bodies' `rolling_resistance` (a field of
 /// every body of the saved scene), the frame engine contacts' impact flag and the warp
-/// engine's anchors, so older payloads no longer decode and are refused by their version.
-pub const OLDEST_VERSION: u32 = 3;
+/// engine's anchors; version 4 the warp engine's `--sleep` setting. Older payloads no longer
+/// decode and are refused by their version.
+pub const OLDEST_VERSION: u32 = 4;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 28;
 
@@ -98,17 +102,21 @@ pub enum EngineState {
     /// The frame engine's state between two steps.
     Frame(Box<FrameSnapshot>),
     /// The warp engine's committed pre-event states of the dynamic bodies, in scene order, and
-    /// the anchor each flies from (rule 4 of [`crate::warp::rules`]).
+    /// the anchor each flies from (rule 4 of [`crate::warp::rules`]); `sleep` is the run's
+    /// `--sleep` (nothing sleeps without contact groups, but `resume` keeps the setting).
     Warp {
         states: Vec<BodyState>,
         anchors: Vec<Anchor>,
+        sleep: bool,
     },
     /// The warp engine with contact groups: the same states, and the islands of the groups
     /// alive at the frame's tick as they stand before its rules (bodies, timers, sleep flag,
-    /// warm-start impulses; [`crate::warp::island_log`]), ordered by smallest body.
+    /// warm-start impulses; [`crate::warp::island_log`]), ordered by smallest body; `sleep`
+    /// whether groups may fall asleep ([`crate::warp::WarpConfig::sleep`], `--sleep`).
     WarpGroups {
         states: Vec<BodyState>,
         islands: Vec<Island>,
+        sleep: bool,
     },
 }
 
@@ -124,6 +132,14 @@ impl EngineState {
     /// Whether the run had contact groups.
     pub fn groups(&self) -> bool {
         matches!(self, EngineState::WarpGroups { .. })
+    }
+
+    /// Whether the run let islands or contact groups fall asleep (`--sleep`).
+    pub fn sleep(&self) -> bool {
+        match self {
+            EngineState::Frame(snap) => snap.sleep(),
+            EngineState::Warp { sleep, .. } | EngineState::WarpGroups { sleep, .. } => *sleep,
+        }
     }
 }
 
@@ -329,7 +345,9 @@ impl Checkpoint {
                 s.frame(),
                 self.frame
             )),
-            EngineState::Warp { states, anchors } => {
+            EngineState::Warp {
+                states, anchors, ..
+            } => {
                 self.check_states(states)?;
                 if anchors.len() != states.len() {
                     return Err(format!(
@@ -340,9 +358,19 @@ impl Checkpoint {
                 }
                 check_anchors(anchors, self.frame, &self.scene)
             }
-            EngineState::WarpGroups { states, islands } => {
+            EngineState::WarpGroups {
+                states,
+                islands,
+                sleep,
+            } => {
                 self.check_states(states)?;
                 check_islands(islands, states.len())?;
+                if let Some(isl) = islands.iter().find(|i| i.asleep && !sleep) {
+                    return Err(format!(
+                        "island {:?} is asleep in a run with sleep off",
+                        isl.bodies
+                    ));
+                }
                 for isl in islands {
                     if isl.anchors.len() != isl.bodies.len() {
                         return Err(format!(

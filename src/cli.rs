@@ -3,7 +3,8 @@
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
 //!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet] [--parallelism]
-//!              [--groups on|off] [--full-window] [--checkpoint FILE [--checkpoint-every S]]
+//!              [--groups on|off] [--sleep on|off] [--full-window]
+//!              [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp view FILE [--out PAGE.html] [--scene SCENE [--bodies N]] [--raw] [--quiet]
@@ -19,9 +20,11 @@
 //! 10 s). The engine is the warp engine unless `--engine frame`; with it, contact groups are
 //! on unless `--groups off` (the paper's method alone: every body its own entity); entities
 //! speculate as far as an adaptive lead under the scene's window unless `--full-window`
-//! (`warp::lead`). `--bodies`
-//! resizes a built-in (an error for files), `--seconds` overrides `world.seconds`. `run` prints the summary on stdout (not with `--quiet`, which also hides the
-//! progress bar) and then, with `--checksum`, the line `checksum: <16 hex digits>`.
+//! (`warp::lead`). With either engine, resting islands or groups fall asleep unless `--sleep
+//! off`, with which nothing ever sleeps (the summary's first line then ends `sleep off`).
+//! `--bodies` resizes a built-in (an error for files), `--seconds` overrides `world.seconds`.
+//! `run` prints the summary on stdout (not with `--quiet`, which also hides the progress bar)
+//! and then, with `--checksum`, the line `checksum: <16 hex digits>`.
 //! `scenes` lists the built-ins; `scenes --export NAME` prints one as a scene file. `--out`
 //! writes the committed frames as CSV or glTF by the file's extension; `view` turns either into
 //! one HTML page that plays the run (`timewarp::view`; a CSV needs its scene, `--scene`, by
@@ -30,10 +33,10 @@
 //!
 //! `--checkpoint FILE` saves the run's state at its last frame (and with `--checkpoint-every S`
 //! every `S` simulated seconds too); `resume FILE` continues such a run to `--seconds` in all
-//! (default: the length of the run that wrote it), with the checkpoint's scene and engine, any
-//! thread count and backend; its `--checksum` covers the frames before the checkpoint too, so it
-//! equals the uninterrupted run's, and its `--out` holds the frames after the checkpoint (see
-//! `checkpoint.rs` in the library).
+//! (default: the length of the run that wrote it), with the checkpoint's scene, engine, contact
+//! groups and `--sleep`, any thread count and backend; its `--checksum` covers the frames
+//! before the checkpoint too, so it equals the uninterrupted run's, and its `--out` holds the
+//! frames after the checkpoint (see `checkpoint.rs` in the library).
 //!
 //! Every failure — a bad flag, a bad scene, an output that cannot be written, even a bug that
 //! panics — ends as exactly one line `error: ...` on stderr and exit status 2. clap's own
@@ -214,6 +217,12 @@ struct RunArgs {
     /// warp engine]
     #[arg(long, value_enum, value_name = "on|off")]
     groups: Option<Toggle>,
+    /// Either engine: whether resting islands (frame engine) and contact groups (warp engine)
+    /// fall asleep, costing nothing until something wakes them. `off`: nothing ever sleeps,
+    /// which measures the cost of an awake pile (rapier's `can_sleep(false)`, Box2D's
+    /// `enableSleep = false`)
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Toggle::On)]
+    sleep: Toggle,
     /// Warp engine: let entities speculate as far as the scene's window at all times (the
     /// paper's fixed window) instead of the adaptive lead under it, which rises when workers
     /// starve and falls when rollbacks pile up. The committed frames are the same either way
@@ -479,6 +488,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         full_window: args.full_window,
         tvht_span: args.tvht_span,
         max_span: args.max_span,
+        sleep: args.sleep == Toggle::On,
     };
     play(&scene, &options, None, &args.play.outputs())
 }
@@ -493,6 +503,7 @@ fn resume(args: ResumeArgs) -> Result<(), Failure> {
         progress: !args.play.quiet,
         label: saved.label.clone(),
         groups: saved.state.groups(),
+        sleep: saved.state.sleep(),
         ..RunOptions::default()
     };
     play(&saved.scene, &options, Some(&saved), &args.play.outputs())

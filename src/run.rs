@@ -96,6 +96,10 @@ pub struct RunOptions {
     /// Warp engine: the longest span a body flies as one record
     /// ([`crate::warp::WarpConfig::max_span`]).
     pub max_span: Option<u64>,
+    /// Whether islands (frame engine, [`FrameConfig::sleep`]) and contact groups (warp engine,
+    /// [`crate::warp::WarpConfig::sleep`]) may fall asleep: `--sleep`, on by default. Off,
+    /// nothing ever sleeps.
+    pub sleep: bool,
 }
 
 impl Default for RunOptions {
@@ -113,6 +117,7 @@ impl Default for RunOptions {
             full_window: false,
             tvht_span: None,
             max_span: None,
+            sleep: true,
         }
     }
 }
@@ -259,14 +264,19 @@ pub fn run_scene_with(
                 .into(),
         ));
     }
-    if let Some(r) = resume
-        && r.state.groups() != options.groups
-    {
-        return Err(RunError::Invalid(format!(
-            "the saved state is of a run with contact groups {}, this run has them {}",
-            if r.state.groups() { "on" } else { "off" },
-            if options.groups { "on" } else { "off" },
-        )));
+    if let Some(r) = resume {
+        for (what, saved, asked) in [
+            ("contact groups", r.state.groups(), options.groups),
+            ("sleep", r.state.sleep(), options.sleep),
+        ] {
+            if saved != asked {
+                return Err(RunError::Invalid(format!(
+                    "the saved state is of a run with {what} {}, this run has {what} {}",
+                    on_off(saved),
+                    on_off(asked),
+                )));
+            }
+        }
     }
     if options.engine == EngineKind::Warp {
         return run_warp_scene(scene, options, frames, resume, sink, checkpoints);
@@ -278,6 +288,7 @@ pub fn run_scene_with(
         None => {
             let config = FrameConfig {
                 threads: options.threads,
+                sleep: options.sleep,
                 ..FrameConfig::default()
             };
             FrameEngine::try_new(scene, config).map_err(RunError::Engine)?
@@ -351,8 +362,14 @@ pub fn run_scene_with(
         islands_sleeping_last: stats.islands_sleeping_last,
         island_links: stats.island_links,
         island_splits: stats.island_splits,
+        sleep_off: !options.sleep,
         warp: None,
     })
+}
+
+/// `on` or `off`, as the command line spells a switch.
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
 }
 
 /// The group of each dynamic body (in scene order) for [`FrameSink::groups`]: the scene id of
@@ -408,7 +425,9 @@ fn run_warp_scene(
     let (start_states, start_islands) = match resume {
         None => (None, None),
         Some(Resume {
-            state: EngineState::Warp { states, anchors },
+            state: EngineState::Warp {
+                states, anchors, ..
+            },
             ..
         }) => (
             Some(states.as_slice()),
@@ -421,7 +440,9 @@ fn run_warp_scene(
             ),
         ),
         Some(Resume {
-            state: EngineState::WarpGroups { states, islands },
+            state: EngineState::WarpGroups {
+                states, islands, ..
+            },
             ..
         }) => (Some(states.as_slice()), Some(islands.clone())),
         Some(_) => unreachable!("the engine kind was checked above"),
@@ -434,11 +455,13 @@ fn run_warp_scene(
             EngineState::WarpGroups {
                 states: states.to_vec(),
                 islands,
+                sleep: options.sleep,
             }
         } else {
             EngineState::Warp {
                 states: states.to_vec(),
                 anchors: islands.iter().map(|i| i.anchors[0]).collect(),
+                sleep: options.sleep,
             }
         }
     };
@@ -451,6 +474,7 @@ fn run_warp_scene(
         groups: options.groups,
         tvht_span: options.tvht_span,
         max_span: options.max_span,
+        sleep: options.sleep,
     };
     // The engine's state at the last committed frame, for the final checkpoint (known only at
     // the frames the engine hands out islands for: with contact groups the groups, without
@@ -556,6 +580,7 @@ fn run_warp_scene(
         rollbacks: Some(stats.entities.rollbacks),
         stm_commits: stats.stm_commits,
         stm_aborts: stats.stm_aborts,
+        sleep_off: !options.sleep,
         warp: Some(stats),
         ..RunSummary::default()
     })

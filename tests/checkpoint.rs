@@ -91,8 +91,11 @@ fn engine_args(bodies: &'static str, engine: &'static str) -> Vec<&'static str> 
 }
 
 /// The flags that pick `engine`: `frame`, `warp` (contact groups off: the run's default is on)
-/// or `warp+groups`.
+/// or `warp+groups`, each with `--sleep off` after it when its name ends in `, sleep off`.
 fn engine_flags(engine: &str) -> Vec<&'static str> {
+    if let Some(e) = engine.strip_suffix(", sleep off") {
+        return [engine_flags(e), vec!["--sleep", "off"]].concat();
+    }
     match engine {
         "frame" => vec!["--engine", "frame"],
         "warp" => vec!["--engine", "warp", "--groups", "off"],
@@ -313,6 +316,72 @@ fn resuming_with_groups_against_the_checkpoint_is_one_clear_error() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("contact groups off"), "{err}");
+}
+
+/// `--sleep off` is saved with the engine's state, and `resume` keeps it: `pyramids` 110, cut
+/// at 0.3 s while it rests awake, resumed to 1.2 s (past the 0.5 s at which it would fall
+/// asleep with sleep on), gives the uninterrupted sleep-off run's checksum, not the sleep-on
+/// one, in both engines, and says `sleep off`. The library refuses to resume such a state with
+/// sleep on, in one line.
+#[test]
+fn sleep_off_is_kept_across_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for engine in ["frame", "warp+groups"] {
+        let off = format!("{engine}, sleep off");
+        round_trip(
+            &off,
+            "pyramids",
+            "110",
+            "1.2",
+            &["0.3"],
+            "1",
+            "2",
+            backends()[0],
+        );
+        let full = |engine: &str| {
+            let mut args = vec!["run", "pyramids", "--bodies", "110", "--seconds", "1.2"];
+            args.extend(engine_flags(engine));
+            args.extend(["--checksum", "-q"]);
+            checksum(&ok(&args, d))
+        };
+        assert_ne!(
+            full(engine),
+            full(&off),
+            "{engine}: sleep off changes nothing"
+        );
+        let mut args = vec!["run", "pyramids", "--bodies", "110", "--seconds", "0.3"];
+        args.extend(engine_flags(&off));
+        args.extend(["--checkpoint", "s.ck", "-q"]);
+        ok(&args, d);
+        let resumed = ok(&["resume", "s.ck", "--seconds", "0.4"], d);
+        assert!(
+            resumed.lines().next().unwrap().ends_with(", sleep off"),
+            "{resumed}"
+        );
+        let saved = Checkpoint::read(&d.join("s.ck")).unwrap();
+        assert!(!saved.state.sleep());
+        let on = RunOptions {
+            groups: saved.state.groups(),
+            ..options(saved.state.engine(), 1.2, 1)
+        };
+        let err = run_scene_with(
+            &saved.scene,
+            &on,
+            Some(Resume {
+                frame: saved.frame,
+                state: &saved.state,
+            }),
+            &mut Checksum::new(&saved.scene),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("with sleep off, this run has sleep on"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -678,14 +747,15 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         d,
         &["future.ck", &format!("version {newer}"), "newer"],
     );
-    // Version 3 added every body's rolling resistance: an older file is refused by its version.
-    let mut v2 = good.clone();
-    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
-    put("v2.ck", &v2);
+    // Version 4 added the run's `--sleep` to the warp engine's state: an older file is
+    // refused by its version.
+    let mut v3 = good.clone();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    put("v3.ck", &v3);
     fails(
-        &["resume", "v2.ck"],
+        &["resume", "v3.ck"],
         d,
-        &["v2.ck", "version 2 is not supported", "older timewarp"],
+        &["v3.ck", "version 3 is not supported", "older timewarp"],
     );
 
     fails(&["resume", "missing.ck"], d, &["missing.ck"]);
@@ -718,6 +788,19 @@ fn damaged_foreign_and_future_files_get_one_clear_error() {
         &["resume", "islands.ck"],
         d,
         &["islands.ck", &format!("body {lost} is in no island")],
+    );
+    // A group asleep in a run with sleep off, where none ever sleeps.
+    let mut c = Checkpoint::read(&d.join("groups.ck")).unwrap();
+    let EngineState::WarpGroups { islands, sleep, .. } = &mut c.state else {
+        panic!("a run with contact groups saves its islands");
+    };
+    *sleep = false;
+    islands[0].asleep = true;
+    put("asleep.ck", &c.encode().unwrap());
+    fails(
+        &["resume", "asleep.ck"],
+        d,
+        &["asleep.ck", "is asleep in a run with sleep off"],
     );
 
     // Resuming to a time before the checkpoint.

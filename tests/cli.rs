@@ -549,6 +549,60 @@ fn the_default_run_is_cylinders_with_200_spheres_in_the_warp_engine_with_groups(
     assert!(text(&both.stderr).contains("warp engine option"));
 }
 
+/// `--sleep on|off` (on by default) for either engine: with `off` nothing sleeps, and the
+/// summary's first line says so. `pyramids` 110 is asleep at 1.5 s with sleep on (both
+/// pyramids, as islands of the frame engine or contact groups of the warp engine); with sleep
+/// off none is, no group-tick is stepped asleep, no nap is written, and the frames differ. A
+/// value other than `on` or `off` is one clear error.
+#[test]
+fn sleep_off_keeps_both_engines_awake() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |engine: &str, extra: &[&str]| {
+        let mut args = vec!["run", "pyramids", "--bodies", "110", "--seconds", "1.5"];
+        args.extend(["--engine", engine, "--threads", "2", "--checksum"]);
+        args.extend_from_slice(extra);
+        let out = timewarp(&args, dir.path());
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let first = stdout.lines().next().unwrap_or_default().to_string();
+        assert_eq!(
+            first.ends_with(", sleep off"),
+            extra == ["--sleep", "off"],
+            "{stdout}"
+        );
+        stdout
+    };
+    for (engine, asleep, awake) in [
+        (
+            "frame",
+            "islands in the last frame 0 awake and 2 asleep",
+            "islands in the last frame 2 awake and 0 asleep",
+        ),
+        (
+            "warp",
+            "2 groups asleep at the end",
+            "0 groups asleep at the end, 0 group-ticks stepped asleep in 0 naps",
+        ),
+    ] {
+        let default = run(engine, &[]);
+        let on = run(engine, &["--sleep", "on"]);
+        let off = run(engine, &["--sleep", "off"]);
+        assert!(default.contains(asleep) && on.contains(asleep), "{on}");
+        assert!(off.contains(awake), "{off}");
+        assert_eq!(checksum_line(&default), checksum_line(&on), "{engine}");
+        assert_ne!(checksum_line(&on), checksum_line(&off), "{engine}");
+    }
+    for bad in [&["--sleep", "maybe"][..], &["--sleep"]] {
+        let mut args = vec!["run", "--seconds", "0.05"];
+        args.extend_from_slice(bad);
+        fails(
+            &args,
+            dir.path(),
+            &["--sleep <on|off>", "possible values: on, off"],
+        );
+    }
+}
+
 /// Runs `bouncing` with 20 bodies over 0.2 s with `--checksum` and `extra`, which must
 /// succeed; returns its stdout.
 fn bouncing_20(dir: &Path, extra: &[&str]) -> String {

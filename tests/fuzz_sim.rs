@@ -232,6 +232,7 @@ fn simulate(
         groups,
         tvht_span: None,
         max_span: None,
+        sleep: true,
     };
     warp_equals(&scene, config(false), end, &want)?;
 
@@ -359,6 +360,7 @@ fn the_last_committed_frame_is_never_lost() {
                     groups: false,
                     tvht_span: None,
                     max_span: None,
+                    sleep: true,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

@@ -383,6 +383,7 @@ friction = 0.0
         groups: true,
         tvht_span: None,
         max_span: None,
+        sleep: true,
     };
     let (got, _) = frames::warp_frames(&scene, config, end);
     assert!(

@@ -93,6 +93,20 @@ fn pyramid_heights(scene: &Scene, e: &FrameEngine) -> Vec<(i64, i64, f32, usize)
     cells
 }
 
+/// Every pyramid's mean height at `end` is within 1% of `start` ([`pyramid_heights`]).
+fn assert_standing(start: &[(i64, i64, f32, usize)], end: &[(i64, i64, f32, usize)]) {
+    assert_eq!(start.len(), end.len());
+    for (a, b) in start.iter().zip(end) {
+        let (h0, h1) = (a.2 / a.3 as f32, b.2 / b.3 as f32);
+        assert!(
+            (h1 - h0).abs() <= 0.01 * h0,
+            "pyramid at cell ({}, {}) moved: mean height {h0} -> {h1}",
+            a.0,
+            a.1
+        );
+    }
+}
+
 #[test]
 fn pyramids_1100_stand_and_sleep() {
     let scene = scene::builtin("pyramids", Some(1100)).unwrap();
@@ -104,16 +118,7 @@ fn pyramids_1100_stand_and_sleep() {
     for _ in 0..frames_for(&scene, 10.0) {
         e.step();
     }
-    let end = pyramid_heights(&scene, &e);
-    for (a, b) in start.iter().zip(&end) {
-        let (h0, h1) = (a.2 / a.3 as f32, b.2 / b.3 as f32);
-        assert!(
-            (h1 - h0).abs() <= 0.01 * h0,
-            "pyramid at cell ({}, {}) moved: mean height {h0} -> {h1}",
-            a.0,
-            a.1
-        );
-    }
+    assert_standing(&start, &pyramid_heights(&scene, &e));
     let awake: Vec<usize> = (0..scene.bodies.len())
         .filter(|&i| !scene.bodies[i].is_static && !e.is_sleeping(i))
         .collect();
@@ -122,6 +127,44 @@ fn pyramids_1100_stand_and_sleep() {
         "{} boxes still awake at 10 s",
         awake.len()
     );
+}
+
+/// `--sleep off` (`FrameConfig::sleep`): the two pyramids of `pyramids` 110 rest from the start
+/// and are asleep at 2 s with sleep on; with it off no island is put to sleep in any frame, no
+/// box is ever asleep, and both pyramids are still solved, awake, at 2 s. Either way they stand.
+#[test]
+fn pyramids_110_never_sleep_with_sleep_off() {
+    let scene = scene::builtin("pyramids", Some(110)).unwrap();
+    for sleep in [true, false] {
+        let config = FrameConfig {
+            threads: 2,
+            sleep,
+            ..FrameConfig::default()
+        };
+        let mut e = FrameEngine::new(&scene, config);
+        let start = pyramid_heights(&scene, &e);
+        for _ in 0..frames_for(&scene, 2.0) {
+            e.step();
+            let s = e.stats();
+            if !sleep {
+                assert_eq!((s.sleeps, s.islands_sleeping_last), (0, 0), "{s:?}");
+                assert!(
+                    (0..scene.bodies.len()).all(|i| !e.is_sleeping(i)),
+                    "a box is asleep at frame {} with sleep off",
+                    e.frame()
+                );
+            }
+        }
+        let s = e.stats();
+        let (awake, asleep) = if sleep { (0, 2) } else { (2, 0) };
+        assert_eq!(
+            (s.islands_awake_last, s.islands_sleeping_last),
+            (awake, asleep),
+            "sleep {sleep}: {s:?}"
+        );
+        assert_eq!(s.sleeps > 0, sleep, "{s:?}");
+        assert_standing(&start, &pyramid_heights(&scene, &e));
+    }
 }
 
 #[test]

@@ -34,6 +34,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     groups: false,
                     tvht_span: None,
                     max_span: None,
+                    sleep: true,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -98,6 +99,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             groups: false,
             tvht_span: None,
             max_span: None,
+            sleep: true,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -116,6 +118,7 @@ fn sink_errors_stop_the_run() {
         groups: false,
         tvht_span: None,
         max_span: None,
+        sleep: true,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -172,6 +175,7 @@ fn head_on_collision_swaps_velocities() {
             groups: false,
             tvht_span: None,
             max_span: None,
+            sleep: true,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
@@ -287,6 +291,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
             groups,
             tvht_span: None,
             max_span: None,
+            sleep: true,
         };
         let (want, _) = warp_frames(&scene, plain, ticks);
         let want = bits(&want);

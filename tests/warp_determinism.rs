@@ -4,7 +4,8 @@
 //!
 //! * At scale, as a user runs it: the `timewarp` binary's `--checksum` on cylinders and bouncing
 //!   with 500 bodies is the same for 1, 2, 3, 8 and 32 worker threads under both backends (the
-//!   32-thread runs oversubscribe the machine, which is what finds races on 2 cores).
+//!   32-thread runs oversubscribe the machine, which is what finds races on 2 cores); so is
+//!   `pyramids` 110 with `--sleep off` for 1, 2 and 8.
 //! * Under chaos: the scheduler's test-only chaos mode (`WarpConfig::chaos`: random yields,
 //!   sleeps, spins between a message's push and its receiver's scheduling, and deferred tasks)
 //!   over 20 seeds, each run's committed frames compared bit for bit with the sequential
@@ -44,21 +45,43 @@ fn checksum(args: &[&str]) -> String {
 /// backend; the runs must also have had collisions to agree on (checked by the caller's span).
 fn same_everywhere(scene: &str, bodies: &str, seconds: &str) {
     let base = ["run", scene, "--bodies", bodies, "--seconds", seconds];
-    let reference = checksum(&[&base[..], &["--threads", "1", "--backend", "stm"]].concat());
+    same_for_threads(&base, &["1", "2", "3", "8", "32"]);
+}
+
+/// The checksum of the run `base` is the same for each of `threads` under both backends;
+/// returns it.
+fn same_for_threads(base: &[&str], threads: &[&str]) -> String {
+    let reference = checksum(&[base, &["--threads", threads[0], "--backend", "stm"]].concat());
     for backend in ["stm", "locks"] {
-        for threads in ["1", "2", "3", "8", "32"] {
-            if (backend, threads) == ("stm", "1") {
+        for &t in threads {
+            if (backend, t) == ("stm", threads[0]) {
                 continue;
             }
-            let args = [&base[..], &["--threads", threads, "--backend", backend]].concat();
+            let args = [base, &["--threads", t, "--backend", backend]].concat();
             assert_eq!(
                 checksum(&args),
                 reference,
-                "{scene} {bodies}: --threads {threads} --backend {backend} differs from \
-                 --threads 1 --backend stm"
+                "{base:?}: --threads {t} --backend {backend} differs from --threads {} \
+                 --backend stm",
+                threads[0]
             );
         }
     }
+    reference
+}
+
+/// `--sleep off` on `pyramids` 110 (the warp engine with contact groups, which fall asleep
+/// within 1 s with sleep on): the checksum is the same for 1, 2 and 8 worker threads under both
+/// backends, and differs from the run with sleep on.
+#[test]
+fn pyramids_110_with_sleep_off_is_the_same_for_every_thread_count_and_backend() {
+    let base = ["run", "pyramids", "--bodies", "110", "--seconds", "1"];
+    let off = same_for_threads(&[&base[..], &["--sleep", "off"]].concat(), &["1", "2", "8"]);
+    let on = checksum(&[&base[..], &["--threads", "2"]].concat());
+    assert_ne!(
+        off, on,
+        "sleep off must change the frames of resting pyramids"
+    );
 }
 
 #[test]
@@ -101,6 +124,7 @@ fn chaos_schedules_over_20_seeds_equal_the_reference() {
             tvht_span: Some([1, 4, 16, 64, 256][seed as usize % 5]),
             // Nor the longest span a body flies as one record (0: tick by tick).
             max_span: Some([0, 4, 7, 64, u64::MAX][seed as usize / 5 % 5]),
+            sleep: true,
         };
         let mut got = Vec::new();
         let stats = run_warp(&scene, config, end, &mut |_, s| {

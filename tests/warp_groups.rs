@@ -43,18 +43,23 @@ struct Checked {
 
 /// [`check`] on a whole scene.
 fn check_scene(name: &str, scene: &Scene, seconds: f64, configs: &[(usize, u64)]) -> Checked {
-    check_scene_with(name, scene, seconds, configs, |_| {})
+    check_scene_with(name, scene, seconds, configs, true, |_| {})
 }
 
-/// [`check_scene`], handing each warp run's statistics to `seen`.
+/// [`check_scene`], with groups that may fall asleep or not (`sleep`, `--sleep`) in the
+/// reference and the engine alike, handing each warp run's statistics to `seen`.
 fn check_scene_with(
     name: &str,
     scene: &Scene,
     seconds: f64,
     configs: &[(usize, u64)],
+    sleep: bool,
     mut seen: impl FnMut(&WarpStats),
 ) -> Checked {
-    let rules = Rules::new(scene).unwrap();
+    let rules = Rules {
+        sleep,
+        ..Rules::new(scene).unwrap()
+    };
     let tps = u64::from(scene.world.ticks_per_second);
     let ft = u64::from(scene.world.frame_ticks);
     let end = (seconds * tps as f64) as Tick / ft * ft;
@@ -75,6 +80,7 @@ fn check_scene_with(
                 groups: true,
                 tvht_span: None,
                 max_span: None,
+                sleep,
             };
             let (got, stats) = warp_frames(scene, config, end);
             let got = bits(&got);
@@ -164,6 +170,45 @@ fn builtin_pyramids_and_avalanche_equal_the_grouped_reference() {
     assert!(c.run.changes.iter().any(|c| c.is_fission()));
 }
 
+/// `--sleep off` (`WarpConfig::sleep`, `Rules::sleep`): the two pyramids of `pyramids` 110,
+/// which fall asleep within 1 s with sleep on (above), never do. The grouped reference with
+/// sleep off has no group fall asleep, and the warp engine with sleep off commits its frames
+/// bit for bit (so the same checksum) and its fusions, with 1, 2 and 8 workers under every
+/// backend, without a group asleep at the end, a group-tick stepped asleep or a nap (a sleep
+/// record written). The frames differ from those with sleep on, where the pyramids sleep.
+#[test]
+fn with_sleep_off_no_group_sleeps_or_naps_and_the_frames_equal_the_reference() {
+    use timewarp::scene::builtin;
+    let scene = builtin("pyramids", Some(110)).unwrap();
+    let configs = [(1, 256), (2, 256), (8, 1)];
+    let mut runs = 0;
+    let c = check_scene_with(
+        "pyramids 110, sleep off",
+        &scene,
+        1.0,
+        &configs,
+        false,
+        |w| {
+            assert_eq!(
+                (w.sleeping_groups, w.entities.asleep_ticks, w.entities.naps),
+                (0, 0, 0),
+                "sleep off: groups asleep at the end, group-ticks stepped asleep, naps"
+            );
+            assert!(w.fusions > 0, "the pyramids fuse with sleep off too");
+            runs += 1;
+        },
+    );
+    assert_eq!(runs, configs.len() * Backend::COMPILED.len());
+    assert!(c.run.sleeps.is_empty(), "{:?}", c.run.sleeps);
+    assert!(c.run.islands.len() == 2 && c.run.islands.iter().all(|i| !i.asleep));
+    assert!(c.run.islands.iter().all(|i| i.rest_ticks == 0));
+    let rules = Rules::new(&scene).unwrap();
+    let end = (c.run.frames.len() as u64 - 1) * u64::from(scene.world.frame_ticks);
+    let on = grouped_reference(&rules, u64::from(scene.world.frame_ticks), end).unwrap();
+    assert!(!on.sleeps.is_empty(), "with sleep on the pyramids sleep");
+    assert_ne!(bits(&on.frames), bits(&c.run.frames));
+}
+
 /// Chaotic schedules (random yields, sleeps, deferred tasks: `WarpConfig::chaos`) change the
 /// speculation, never the committed frames: `avalanche` 40 with 16 workers, five seeds.
 #[test]
@@ -200,6 +245,7 @@ fn chaos_runs(
                 tvht_span: Some([1, 16, 64, 256][seed as usize % 4]),
                 // Nor the longest span a body flies as one record (0: tick by tick).
                 max_span: Some([0, 5, 64, u64::MAX][seed as usize / 4 % 4]),
+                sleep: true,
             };
             let (got, stats) = warp_frames(scene, config, end);
             assert!(
@@ -225,16 +271,23 @@ fn speculative_changes_undone_commit_the_grouped_reference() {
     use timewarp::scene::builtin;
     let scene = builtin("avalanche", Some(300)).unwrap();
     let mut seen = [0; 4];
-    let c = check_scene_with("avalanche 300", &scene, 2.0, &[(2, 256), (16, 256)], |w| {
-        for (n, x) in seen.iter_mut().zip([
-            w.speculative_changes,
-            w.rollbacks_across_changes,
-            w.fusions_undone,
-            w.fissions_undone,
-        ]) {
-            *n += x;
-        }
-    });
+    let c = check_scene_with(
+        "avalanche 300",
+        &scene,
+        2.0,
+        &[(2, 256), (16, 256)],
+        true,
+        |w| {
+            for (n, x) in seen.iter_mut().zip([
+                w.speculative_changes,
+                w.rollbacks_across_changes,
+                w.fusions_undone,
+                w.fissions_undone,
+            ]) {
+                *n += x;
+            }
+        },
+    );
     // And under chaotic schedules (32 workers, random yields, sleeps and deferred tasks).
     for stats in chaos_runs(&scene, &bits(&c.run.frames), (32, 256), 0..2) {
         eprintln!(
@@ -311,6 +364,7 @@ fn determinism_pyramids_1100_and_avalanche_300() {
                         groups: true,
                         tvht_span: None,
                         max_span: None,
+                        sleep: true,
                     };
                     let t = std::time::Instant::now();
                     let got = checksum(&scene, config, end);

@@ -7,7 +7,10 @@
 //! scene). Planes become rapier half-spaces. rapier steps at dt = 1/60 s with its default
 //! solver settings and sleeping on, like timewarp's frame engine (1/60 s, 4 substeps, sleep);
 //! `--rapier-hz 960` makes it step at the warp engine's tick, 1/960 s, for a like-for-like
-//! reference of the warp engine, which moves every body by substeps of one tick.
+//! reference of the warp engine, which moves every body by substeps of one tick. `--sleep off`
+//! turns sleeping off on both sides: every rapier body is built with `can_sleep(false)`, and
+//! timewarp's engines run with `--sleep off` (no island or contact group ever sleeps), which
+//! measures what an awake pile costs; the report's second line says which.
 //!
 //! The engines alternate in one run: for every round, case and thread count, rapier, then
 //! timewarp's frame engine, then (with `--engines frame,warp`) the warp engine, each from a
@@ -72,8 +75,23 @@ struct Args {
     backend: Backend,
     /// Scenes the warp engine runs with contact groups (its default in `timewarp run`); the
     /// others without (the paper's method, what `timewarp bench` measures)
-    #[arg(long, value_delimiter = ',', default_value = "cylinders,pyramids,avalanche")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cylinders,pyramids,avalanche"
+    )]
     warp_groups: Vec<String>,
+    /// Whether resting bodies fall asleep, on both sides: `off` builds every rapier body with
+    /// `can_sleep(false)` and runs timewarp's engines with `--sleep off`
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Sleep::On)]
+    sleep: Sleep,
+}
+
+/// `--sleep`: whether resting bodies may fall asleep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Sleep {
+    On,
+    Off,
 }
 
 fn v(x: glam_like::V3) -> Vector {
@@ -89,8 +107,8 @@ fn v3(a: [f32; 3]) -> glam_like::V3 {
     glam_like::V3(a[0], a[1], a[2])
 }
 
-/// A rapier world holding `scene`'s bodies.
-fn rapier_world(scene: &Scene, hz: u32) -> PhysicsWorld {
+/// A rapier world holding `scene`'s bodies, whose dynamic bodies may sleep if `sleep`.
+fn rapier_world(scene: &Scene, hz: u32, sleep: bool) -> PhysicsWorld {
     let mut w = PhysicsWorld {
         gravity: v(v3(scene.world.gravity.to_array())),
         ..PhysicsWorld::default()
@@ -121,6 +139,7 @@ fn rapier_world(scene: &Scene, hz: u32) -> PhysicsWorld {
             RigidBodyBuilder::dynamic()
                 .linvel(v(v3(b.velocity.to_array())))
                 .angvel(v(v3(b.angular_velocity.to_array())))
+                .can_sleep(sleep)
         };
         let rb = if matches!(b.shape, Shape::Plane { .. }) {
             rb
@@ -141,11 +160,11 @@ fn rapier_world(scene: &Scene, hz: u32) -> PhysicsWorld {
 }
 
 /// Wall seconds per simulated second of one rapier run (world construction and every step) at
-/// `hz` steps per simulated second.
-fn run_rapier(scene: &Scene, seconds: f64, hz: u32, pool: &rayon::ThreadPool) -> f64 {
+/// `hz` steps per simulated second, its bodies allowed to sleep if `sleep`.
+fn run_rapier(scene: &Scene, seconds: f64, hz: u32, sleep: bool, pool: &rayon::ThreadPool) -> f64 {
     let steps = (seconds * hz as f64).round().max(1.0) as usize;
     let start = Instant::now();
-    let mut w = rapier_world(scene, hz);
+    let mut w = rapier_world(scene, hz, sleep);
     pool.install(|| {
         for _ in 0..steps {
             w.step();
@@ -170,6 +189,7 @@ fn main() -> Result<(), String> {
     if args.rapier_hz == 0 {
         return Err("--rapier-hz: expected a positive number of steps per second, got 0".into());
     }
+    let sleep = args.sleep == Sleep::On;
     let build = if cfg!(feature = "parallel") {
         "parallel"
     } else {
@@ -228,7 +248,7 @@ fn main() -> Result<(), String> {
                 .iter()
                 .position(|&t| t == cell.threads)
                 .expect("pool")];
-            let r = run_rapier(scene, args.seconds, args.rapier_hz, pool);
+            let r = run_rapier(scene, args.seconds, args.rapier_hz, sleep, pool);
             eprintln!(
                 "{} {} N={} T={}: rapier ({build}) {r:.4} s/s",
                 if timed { "run" } else { "warm-up" },
@@ -251,6 +271,7 @@ fn main() -> Result<(), String> {
                         EngineKind::Warp => args.warp_seconds,
                     },
                     groups: args.warp_groups.contains(&cell.scene),
+                    sleep,
                 };
                 let (s, _) = run_once(scene, &config, limit, false)?;
                 eprintln!(
@@ -281,8 +302,13 @@ fn main() -> Result<(), String> {
         args.warp_seconds
     );
     println!(
-        "warp engine with contact groups on: {}; without on the others\n",
-        args.warp_groups.join(", ")
+        "warp engine with contact groups on: {}; without on the others; sleeping {}\n",
+        args.warp_groups.join(", "),
+        if sleep {
+            "on (rapier's default; timewarp --sleep on)"
+        } else {
+            "off (rapier bodies can_sleep(false); timewarp --sleep off)"
+        }
     );
     let mut head = String::from("| scene | N | T | rapier |");
     let mut rule = String::from("|---|---|---|---|");
@@ -312,4 +338,30 @@ fn main() -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dynamic bodies of `pyramids` 110 asleep after 2 s of rapier at 60 Hz, their bodies
+    /// allowed to sleep if `sleep`.
+    fn asleep_after_2_s(sleep: bool) -> usize {
+        let scene = builtin("pyramids", Some(110)).unwrap();
+        let mut w = rapier_world(&scene, 60, sleep);
+        for _ in 0..120 {
+            w.step();
+        }
+        w.bodies
+            .iter()
+            .filter(|(_, b)| b.is_dynamic() && b.is_sleeping())
+            .count()
+    }
+
+    /// `--sleep off`: no rapier body of the resting pyramids ever sleeps; with it on, they do.
+    #[test]
+    fn sleep_off_keeps_rapier_bodies_awake() {
+        assert_eq!(asleep_after_2_s(false), 0);
+        assert!(asleep_after_2_s(true) > 0);
+    }
 }

@@ -176,6 +176,7 @@ impl Sweep {
                                 EngineKind::Warp => self.warp_seconds,
                             },
                             groups: false,
+                            sleep: true,
                         });
                     }
                 }
@@ -197,6 +198,8 @@ pub struct Config {
     pub seconds: f64,
     /// Warp engine: contact groups (`timewarp bench` measures without: the paper's method).
     pub groups: bool,
+    /// Whether islands and contact groups may fall asleep (`--sleep`; on in `timewarp bench`).
+    pub sleep: bool,
 }
 
 impl Config {
@@ -211,6 +214,7 @@ impl Config {
             && self.engine == other.engine
             && self.backend == other.backend
             && self.groups == other.groups
+            && self.sleep == other.sleep
     }
 }
 
@@ -444,6 +448,7 @@ pub fn run_once(
         full_window: false,
         tvht_span: None,
         max_span: None,
+        sleep: config.sleep,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

@@ -60,6 +60,11 @@ impl FrameSnapshot {
     pub fn states(&self) -> &[BodyState] {
         &self.states
     }
+
+    /// Whether the engine's islands may fall asleep ([`FrameConfig::sleep`]).
+    pub fn sleep(&self) -> bool {
+        self.sleep
+    }
 }
 
 impl FrameEngine {

@@ -50,6 +50,8 @@ pub struct RunSummary {
     pub warp: Option<crate::warp::WarpStats>,
     /// The run stopped at its time limit (`RunOptions::time_limit`) after `frames` frames.
     pub time_limited: bool,
+    /// The run had `--sleep off` (`RunOptions::sleep`): nothing slept. The first line says so.
+    pub sleep_off: bool,
 }
 
 impl RunSummary {
@@ -98,13 +100,14 @@ impl fmt::Display for RunSummary {
         };
         writeln!(
             f,
-            "run: {}{resumed}, {} bodies ({} dynamic), {} engine, {} thread{}",
+            "run: {}{resumed}, {} bodies ({} dynamic), {} engine, {} thread{}{}",
             self.scene,
             self.bodies,
             self.dynamic_bodies,
             self.engine,
             self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            if self.threads == 1 { "" } else { "s" },
+            if self.sleep_off { ", sleep off" } else { "" }
         )?;
         writeln!(
             f,
@@ -234,6 +237,14 @@ mod tests {
         assert!(text.contains("simulated 10.000 s (600 frames) in 4.000 s wall: 2.50x real time"));
         assert!(text.contains("events 0, rollbacks 0, STM commits n/a, aborts n/a"));
         assert_eq!(text.lines().count(), 4);
+        assert!(!text.contains("sleep off"));
+        let awake = RunSummary {
+            sleep_off: true,
+            ..s
+        };
+        assert!(awake.to_string().starts_with(
+            "run: cylinders, 206 bodies (200 dynamic), frame engine, 2 threads, sleep off\n"
+        ));
         let instant = RunSummary::default();
         assert!(instant.real_time_factor().is_infinite());
     }

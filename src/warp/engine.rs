@@ -132,6 +132,10 @@ pub struct WarpConfig {
     /// [`super::entity`]; `None`: as far as its lead lets it, `Some(0)`: every tick written on
     /// its own). Frames are the same for any; only speed differs.
     pub max_span: Option<u64>,
+    /// With contact groups: whether a group may fall asleep ([`Rules::sleep`], `--sleep`).
+    /// Off, no group ever sleeps or naps; the frames equal the grouped reference's with
+    /// sleep off. Without contact groups nothing sleeps either way.
+    pub sleep: bool,
 }
 
 impl Default for WarpConfig {
@@ -146,6 +150,7 @@ impl Default for WarpConfig {
             groups: false,
             tvht_span: None,
             max_span: None,
+            sleep: true,
         }
     }
 }
@@ -1087,7 +1092,10 @@ pub fn run_warp_from_with(
     out: &mut GroupedFrameOut<'_>,
     control: WarpControl,
 ) -> Result<WarpStats, String> {
-    let rules = Rules::new(scene)?;
+    let rules = Rules {
+        sleep: config.sleep,
+        ..Rules::new(scene)?
+    };
     let start_tick = from.tick;
     let start = from.states.unwrap_or(&rules.initial);
     if start.len() != rules.bodies() || start_tick > end_tick {
@@ -1146,6 +1154,12 @@ pub fn run_warp_from_with(
                 ));
             }
         };
+        if let Some(isl) = islands.iter().find(|i| i.asleep && !config.sleep) {
+            return Err(format!(
+                "a warp run with sleep off cannot start from a sleeping group (bodies {:?})",
+                isl.bodies
+            ));
+        }
         let bodies: Vec<Vec<BodyId>> = islands.iter().map(|i| i.bodies.clone()).collect();
         graph = Some(
             GroupGraph::with_groups(config.backend, n, birth, &bodies)

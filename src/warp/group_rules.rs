@@ -39,7 +39,8 @@
 //! 5. **Sleep**: a group whose bodies all stay slower than [`SLEEP_SPEED`] (counting the speed
 //!    their spin gives their farthest point) for [`TIME_TO_SLEEP`] falls asleep; waking (a fusion with an awake group,
 //!    a kick) resets its timer. Waking propagates through touching bodies because touching,
-//!    slow bodies are one group.
+//!    slow bodies are one group. With sleep off ([`Rules::sleep`], `--sleep off`) the timer
+//!    never runs and no group ever sleeps.
 //!
 //! The groups at the first tick of a fresh run are the fusion of the single bodies by rule 2 at
 //! that tick ([`initial_islands`]); a resumed run takes them from its checkpoint. So no group
@@ -82,7 +83,7 @@ pub type PairKey = (BodyId, u32);
 pub struct Island {
     /// Ascending.
     pub bodies: Vec<BodyId>,
-    /// Consecutive ticks all its bodies were slow.
+    /// Consecutive ticks all its bodies were slow (always 0 with sleep off, [`Rules::sleep`]).
     pub rest_ticks: u64,
     /// Consecutive ticks its touching pairs did not connect its bodies (may split when > 0).
     pub apart_ticks: u32,
@@ -554,10 +555,12 @@ pub fn step_island_with(
             return Err(format!("body {b} has a non-finite state"));
         }
     }
-    let resting = island.bodies.iter().zip(states.iter()).all(|(&b, s)| {
-        let extent = shape_extent(&rules.shapes[b as usize]);
-        s.velocity.length() + extent * s.angular_velocity.length() <= SLEEP_SPEED
-    });
+    // With sleep off ([`Rules::sleep`]) nothing counts towards a sleep that never comes.
+    let resting = rules.sleep
+        && island.bodies.iter().zip(states.iter()).all(|(&b, s)| {
+            let extent = shape_extent(&rules.shapes[b as usize]);
+            s.velocity.length() + extent * s.angular_velocity.length() <= SLEEP_SPEED
+        });
     island.rest_ticks = if resting { island.rest_ticks + 1 } else { 0 };
     // (`ticks_to_sleep` is at least 1: a moving island need not work it out.)
     if island.rest_ticks > 0 && island.rest_ticks >= ticks_to_sleep(rules) {

@@ -9,7 +9,8 @@
 //!
 //! [`grouped_reference`] is the same with contact groups (seed 001, Mirtich, Section 4.4): the
 //! rules of [`super::group_rules`] — fission, fusion on slow contacts, islands solved together,
-//! sleep — in lock-step. It is what the warp engine with contact groups must equal.
+//! sleep (none with [`Rules::sleep`] off, `--sleep off`) — in lock-step. It is what the warp
+//! engine with contact groups must equal, with the same `sleep`.
 
 use super::group_rules::{
     Change, Island, contact_candidates, initial_islands, regroup, step_island,

@@ -170,6 +170,10 @@ pub struct Rules {
     pub dt: f32,
     /// Largest side of any dynamic body's box (sizes the TVHT cells).
     pub largest_side: f32,
+    /// Whether contact groups may fall asleep (rule 5 of [`super::group_rules`]; `--sleep`,
+    /// on unless set off). Off, nothing ever sleeps: a group never counts rest, so it never
+    /// naps, and the engine and the grouped reference both step every group at every tick.
+    pub sleep: bool,
 }
 
 /// A static body as the rules see it.
@@ -202,6 +206,7 @@ impl Rules {
             gravity: w.gravity,
             dt: 1.0 / w.ticks_per_second as f32,
             largest_side: 0.0,
+            sleep: true,
         };
         for (i, b) in scene.bodies.iter().enumerate() {
             let state = BodyState::from_desc(b);
