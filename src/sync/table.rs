@@ -25,8 +25,8 @@
 //! A closure that wants to fail without effect (bad input found halfway) must check before it
 //! mutates: under locks, a `get_mut` changes the slot in place at once.
 //!
-//! **Cost.** The STM backend clones every slot an attempt changes (reads cost a reference
-//! count); slot contents should therefore be small or cheap to clone (the TVHT keeps buckets
+//! **Cost.** The STM backend clones every slot an attempt changes (reads borrow the published
+//! value); slot contents should therefore be small or cheap to clone (the TVHT keeps buckets
 //! short by hashing cell *and* tick; the GVT buffer splits a tick into 64-body chunks). The
 //! `tvht` bench measures both backends.
 //!
@@ -74,11 +74,19 @@ pub struct Table<T> {
     class: Class,
 }
 
+/// A named slot's value in an STM attempt: the published value, borrowed, until the closure
+/// takes it mutably; then a copy of its own, written back at commit.
+#[cfg(feature = "stm")]
+enum StmValue<T> {
+    /// The value the attempt read (see `Table::guarded_section` for why it stays valid).
+    Read(*const T),
+    Copy(T),
+}
+
 enum ViewInner<'s, T> {
     #[cfg(feature = "stm")]
-    /// Each named slot's value (shared until taken mutably, then a copy of its own), and
-    /// whether it was taken mutably.
-    Stm { values: Vec<(Arc<T>, bool)> },
+    /// Each named slot's value.
+    Stm { values: Vec<StmValue<T>> },
     #[cfg(feature = "locks")]
     Locks { guards: Vec<MutexGuard<'s, T>> },
     /// Test-only (`cfg(timewarp_broken)`): unguarded copies, see [`Table::section_unguarded`].
@@ -126,7 +134,14 @@ impl<'s, T: Clone> View<'s, T> {
     pub fn at(&self, i: usize) -> &T {
         match &self.inner {
             #[cfg(feature = "stm")]
-            ViewInner::Stm { values } => &values[i].0,
+            ViewInner::Stm { values } => match &values[i] {
+                // SAFETY: `p` points to the value of a slot this attempt read, published and
+                // never changed in place; the attempt's epoch guard, pinned when it read it,
+                // keeps it from being freed until the attempt finishes, after the view is gone
+                // (see `Table::guarded_section`). The view lives only inside the attempt.
+                StmValue::Read(p) => unsafe { &**p },
+                StmValue::Copy(t) => t,
+            },
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &guards[i],
             #[cfg(timewarp_broken)]
@@ -140,8 +155,14 @@ impl<'s, T: Clone> View<'s, T> {
         match &mut self.inner {
             #[cfg(feature = "stm")]
             ViewInner::Stm { values } => {
-                values[i].1 = true;
-                Arc::make_mut(&mut values[i].0)
+                if let StmValue::Read(p) = values[i] {
+                    // SAFETY: as in `View::at`: the value read is alive for the attempt.
+                    values[i] = StmValue::Copy(unsafe { (*p).clone() });
+                }
+                match &mut values[i] {
+                    StmValue::Copy(t) => t,
+                    StmValue::Read(_) => unreachable!("copied just above"),
+                }
             }
             #[cfg(feature = "locks")]
             ViewInner::Locks { guards } => &mut guards[i],
@@ -256,9 +277,16 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                 let mut attempts = 0u64;
                 let r = atomically(|tx| {
                     attempts += 1;
+                    // Each slot is borrowed, not cloned: no reference count changes hands (a
+                    // count is a write to a line every reader of the slot shares). The pointer
+                    // stays valid for the attempt: `read_with` pins the attempt's epoch guard,
+                    // values are never changed in place, and a replaced one is freed only after
+                    // every guard pinned before its replacement unpins, which for this attempt
+                    // happens when it finishes, after the view below is gone.
                     let mut values = Vec::with_capacity(sorted.len());
                     for &k in sorted {
-                        values.push((tx.read(&vars[k])?, false));
+                        let p = tx.read_with(&vars[k], |v: &Arc<T>| Arc::as_ptr(v))?;
+                        values.push(StmValue::Read(p));
                     }
                     let mut view = View {
                         keys: sorted,
@@ -266,9 +294,9 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                     };
                     let r = f(&mut view);
                     if let ViewInner::Stm { values } = view.inner {
-                        for ((v, dirty), &k) in values.into_iter().zip(sorted) {
-                            if dirty {
-                                tx.write(&vars[k], v)?;
+                        for (v, &k) in values.into_iter().zip(sorted) {
+                            if let StmValue::Copy(t) = v {
+                                tx.write(&vars[k], Arc::new(t))?;
                             }
                         }
                     }
