@@ -116,7 +116,8 @@ pub struct TvhtConfig {
 
 impl TvhtConfig {
     /// The defaults for a scene: `span_ticks` = [`DEFAULT_SPAN_TICKS`]; `buckets` = the next
-    /// power of two of `4 * bodies * window / span_ticks`, between 2^10 and 2^20 (every body
+    /// power of two of `4 * bodies * min(window, BUCKETS_WINDOW) / span_ticks`, between 2^10
+    /// and 2^20 (every body
     /// keeps about `window / span_ticks` slices of entries, each in a few cells, so a bucket
     /// holds the entries of about one (cell, slice): the STM clones buckets per attempt, so
     /// the load factor is kept low); `cell_size` = twice `largest_side`, the largest side of
@@ -135,7 +136,7 @@ impl TvhtConfig {
         span_ticks: u64,
     ) -> Self {
         let want = (bodies as u64)
-            .saturating_mul(4 * window.max(1))
+            .saturating_mul(4 * window.clamp(1, BUCKETS_WINDOW))
             .div_ceil(span_ticks.max(1))
             .clamp(1 << 10, 1 << 20) as usize;
         let cell_size = if largest_side.is_finite() && largest_side > 0.0 {
@@ -160,6 +161,13 @@ impl TvhtConfig {
         }
     }
 }
+
+/// The longest window [`TvhtConfig::for_scene`] sizes the table for: a body keeps entries only
+/// while it does not fly (a span is one record in the record half, by cell alone), so a
+/// longer window does not fill more buckets, and sizing for it made the table, zeroed at the
+/// start, most of a short run's time (`parallel` 2000 with its window of 1024: see
+/// `docs/results.md`).
+pub const BUCKETS_WINDOW: u64 = 256;
 
 /// The engine's time slice: [`TvhtConfig::span_ticks`] for [`TvhtConfig::for_scene`] (`run
 /// --tvht-span` sets another). An entity writes up to [`super::entity::BATCH`] ticks per

@@ -660,4 +660,7 @@ fn default_config_scales_with_bodies() {
     let c = TvhtConfig::for_scene_with_span(1000, 1.0, 256, 16);
     assert_eq!((c.buckets, c.span_ticks), (1 << 16, 16));
     assert_eq!(TvhtConfig::for_scene(1, f32::NAN, 256).buckets, 1 << 10);
+    // A window past BUCKETS_WINDOW sizes the table as that window; a shorter one for itself.
+    assert_eq!(TvhtConfig::for_scene(1000, 1.0, 1024).buckets, 1 << 14);
+    assert_eq!(TvhtConfig::for_scene(1000, 1.0, 64).buckets, 1 << 12);
 }
