@@ -67,16 +67,27 @@ pub(super) struct SleepContact {
     pub(super) sleeper: BodyId,
 }
 
+/// The buckets of entries a record request names beside its record-half buckets: those of
+/// its cells at each time slice of `from..=to`; with `marks` (record-half bucket, mark), a
+/// cell's only at the slices below the mark of its record-half bucket there, 0 for one not
+/// there (see "Marks" in `span.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct EntrySlices<'a> {
+    pub(super) from: Tick,
+    pub(super) to: Tick,
+    pub(super) marks: Option<&'a [(usize, Tick)]>,
+}
+
 impl Tvht {
     /// The cells of each body's box (checked at `tick`) and the buckets a sleep request names:
-    /// the sleep buckets of the cells and, if `slices` is given, the buckets of the cells at
-    /// each time slice of that tick range. Returns ranges of `keys`: each body's distinct sleep
-    /// buckets, then (with `slices`) each body's distinct buckets of entries.
+    /// the sleep buckets of the cells and, if `slices` is given, the buckets of entries it
+    /// says. Returns ranges of `keys`: each body's distinct sleep buckets, then (with
+    /// `slices`) each body's distinct buckets of entries.
     pub(super) fn plan_sleep(
         &self,
         tick: Tick,
         bodies: &[BodyEntry],
-        slices: Option<(Tick, Tick)>,
+        slices: Option<EntrySlices<'_>>,
         keys: &mut Vec<usize>,
     ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
         if !self.sleep {
@@ -95,12 +106,16 @@ impl Tvht {
             .iter()
             .map(|&(lo, hi)| push_distinct(keys, cells(lo, hi).map(|c| self.sleep_slot(c))))
             .collect();
-        if let Some((first, last)) = slices {
-            let ticks =
-                (first >> self.span_shift..=last >> self.span_shift).map(|s| s << self.span_shift);
+        if let Some(e) = slices {
+            let (first, end) = (e.from >> self.span_shift, (e.to >> self.span_shift) + 1);
             for &(lo, hi) in &boxes {
-                let all =
-                    cells(lo, hi).flat_map(|c| ticks.clone().map(move |t| self.bucket_of(c, t)));
+                let all = cells(lo, hi).flat_map(|c| {
+                    let end = e.marks.map_or(end, |marks| {
+                        let k = self.sleep_slot(c);
+                        end.min(marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1))
+                    });
+                    (first..end).map(move |s| self.bucket_of(c, s << self.span_shift))
+                });
                 ranges.push(push_distinct(keys, all));
             }
         }
@@ -134,7 +149,12 @@ impl Tvht {
             )));
         }
         let mut keys = Vec::new();
-        let ranges = self.plan_sleep(from, bodies, Some((from, to)), &mut keys)?;
+        let entries = EntrySlices {
+            from,
+            to,
+            marks: None,
+        };
+        let ranges = self.plan_sleep(from, bodies, Some(entries), &mut keys)?;
         let (sleep, main) = ranges.split_at(bodies.len());
         let out = self.section(&keys, |view, look| {
             refining();

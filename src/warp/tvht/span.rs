@@ -51,7 +51,7 @@
 //! whose boxes overlap at a common tick has exactly one contact at that tick, in its owner
 //! cell's record-half bucket, and every such contact is one.
 
-use super::sleep::SleepRec;
+use super::sleep::{EntrySlices, SleepRec};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
@@ -360,15 +360,14 @@ impl Tvht {
             .product())
     }
 
-    /// The keys a span request names: each body's record-half buckets (of its box's cells),
-    /// then each body's buckets of entries at every slice of `from..=to`.
+    /// The keys a span request from `from` names: each body's record-half buckets (of its
+    /// box's cells), then, with `entries`, each body's buckets of entries it says.
     fn plan_span(
         &self,
         from: Tick,
-        to: Tick,
         bodies: &[SpanEntry],
+        entries: Option<EntrySlices<'_>>,
         keys: &mut Vec<usize>,
-        entries: bool,
     ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
         let as_entries: Vec<BodyEntry> = bodies
             .iter()
@@ -379,7 +378,7 @@ impl Tvht {
                 asleep: false,
             })
             .collect();
-        self.plan_sleep(from, &as_entries, entries.then_some((from, to)), keys)
+        self.plan_sleep(from, &as_entries, entries, keys)
     }
 
     /// Writes the spans of `bodies` of `entity`: each flies from its anchor at ticks
@@ -408,7 +407,12 @@ impl Tvht {
         let mut marks: Vec<(usize, Tick)> = Vec::new();
         loop {
             let mut keys = Vec::new();
-            let ranges = self.plan_span_marked(from, to, bodies, &marks, &mut keys)?;
+            let entries = EntrySlices {
+                from,
+                to,
+                marks: Some(&marks),
+            };
+            let ranges = self.plan_span(from, bodies, Some(entries), &mut keys)?;
             let plan = (&keys[..], &ranges[..], &marks[..]);
             match self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan) {
                 Ok(SpanOut::Written(last, c)) => return Ok((last, c)),
@@ -416,31 +420,6 @@ impl Tvht {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    /// The keys of a span request: each body's record-half buckets (of its box's cells), then
-    /// each body's buckets of entries at the slices of `from..=to` below the mark of the cell's
-    /// record-half bucket in `marks` (0 for one not there), see "Marks".
-    fn plan_span_marked(
-        &self,
-        from: Tick,
-        to: Tick,
-        bodies: &[SpanEntry],
-        marks: &[(usize, Tick)],
-        keys: &mut Vec<usize>,
-    ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
-        let mut ranges = self.plan_span(from, to, bodies, keys, false)?;
-        let (first, last) = (from >> self.span_shift, to >> self.span_shift);
-        for b in bodies {
-            let (lo, hi) = self.cell_range(b.body, from, &b.aabb)?;
-            let all = super::cells::cells(lo, hi).flat_map(|c| {
-                let k = self.sleep_slot(c);
-                let mark = marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
-                (first..(last + 1).min(mark)).map(move |s| self.bucket_of(c, s << self.span_shift))
-            });
-            ranges.push(super::plan::push_distinct(keys, all));
-        }
-        Ok(ranges)
     }
 
     /// The section of [`Tvht::write_span`] over `keys` as planned: the spans written, or, if a
@@ -627,7 +606,7 @@ impl Tvht {
         to: Tick,
     ) -> Result<Vec<Contact>, TvhtError> {
         let mut keys = Vec::new();
-        let recs = self.plan_span(to, to, bodies, &mut keys, false)?;
+        let recs = self.plan_span(to, bodies, None, &mut keys)?;
         let mine =
             |s: &SpanRec, b: &SpanEntry| s.entity == entity && s.body == b.body && s.tag == tag;
         let out = self.section(&keys, |view, _| {
