@@ -636,8 +636,9 @@ impl Rules {
     /// parabola: the least distance of their centres over the interval is that of the line
     /// (less the parabola's bend), computed in f64, and the pair is apart if it exceeds both
     /// spheres, the fastest relative sweep of a tick and the boxes' margins, with a slack of
-    /// [`APART_SLACK`] of the larger body's magnitudes (position, displacement, radius) and
-    /// 0.1 mm.
+    /// [`APART_SLACK`] of the larger body's magnitudes (its radius and the larger of its
+    /// anchor's position, displacement and bend to the interval's end and the interval's own)
+    /// and 0.1 mm.
     ///
     /// [`shape_extent`]: crate::geometry::shape_extent
     pub fn apart(
@@ -650,32 +651,47 @@ impl Rules {
         use super::tvht::Motion;
         let dt = f64::from(self.dt);
         let g = self.gravity.as_dvec3();
-        // Position p(s) = c0 + c1 s + c2 s^2 and velocity c1 + 2 c2 s, `s` seconds after tick
-        // `from`.
-        let poly = |m: Motion<'_>| match m {
+        // Position p(s) = c0 + c1 s + c2 s^2 and velocity v0 + v1 s, `s` seconds after tick
+        // `from`; and the magnitude of the f32 arithmetic that gives the engine's states: the
+        // anchor's position, displacement and bend over the whole flight to `to` (a position
+        // near zero may be the sum of large terms) or those of the interval, whichever is
+        // larger, and the radius.
+        let span = (to - from) as f64 * dt;
+        let poly = |m: Motion<'_>, r: f64| match m {
             Motion::Flying(an) => {
                 debug_assert!(an.tick <= from);
                 let t0 = (from - an.tick) as f64 * dt;
+                let t1 = t0 + span;
                 let (p, v) = (an.state.position.as_dvec3(), an.state.velocity.as_dvec3());
-                (p + v * t0 + g * (0.5 * t0 * t0), v + g * t0, g * 0.5, v)
+                let c1 = v + g * t0;
+                let c0 = p + v * t0 + g * (0.5 * t0 * t0);
+                // The larger of the flight's terms from its anchor to the interval's end and
+                // the interval's own (position, displacement at either velocity, bend).
+                let flight = p.length() + v.length() * t1 + g.length() * 0.5 * t1 * t1;
+                let interval = c0.length()
+                    + (c1.length() + v.length()) * span
+                    + g.length() * 0.5 * span * span;
+                (c0, c1, g * 0.5, (c1, g), flight.max(interval) + r)
             }
             Motion::Still(st) => {
-                let z = glam::DVec3::ZERO;
-                (st.position.as_dvec3(), z, z, st.velocity.as_dvec3())
+                let (p, z) = (st.position.as_dvec3(), glam::DVec3::ZERO);
+                (p, z, z, (st.velocity.as_dvec3(), z), p.length() + r)
             }
         };
-        let (pa, va, ca, wa) = poly(ma);
-        let (pb, vb, cb, wb) = poly(mb);
-        let span = (to - from) as f64 * dt;
-        let (d0, d1, d2) = (pa - pb, va - vb, ca - cb);
-        // The relative velocity at either end (a line in time); a still body's is its own.
-        let vel = |s: f64, m: Motion<'_>, v: glam::DVec3, c: glam::DVec3, w: glam::DVec3| match m {
-            Motion::Flying(_) => v + c * (2.0 * s),
-            Motion::Still(_) => w,
+        let radius = |i: usize| {
+            f64::from(match self.shapes[i] {
+                Shape::Sphere { radius } => radius,
+                ref other => crate::geometry::shape_extent(other),
+            })
         };
+        let (ra, rb) = (radius(a), radius(b));
+        let (pa, va, ca, (wa0, wa1), size_a) = poly(ma, ra);
+        let (pb, vb, cb, (wb0, wb1), size_b) = poly(mb, rb);
+        let (d0, d1, d2) = (pa - pb, va - vb, ca - cb);
+        // The relative velocity is a line in time: fastest at either end.
         let fastest = [0.0, span]
             .iter()
-            .map(|&s| (vel(s, ma, va, ca, wa) - vel(s, mb, vb, cb, wb)).length())
+            .map(|&s| ((wa0 - wb0) + (wa1 - wb1) * s).length())
             .fold(0.0, f64::max);
         let ll = d1.length_squared();
         let s_near = if ll > 0.0 {
@@ -684,17 +700,7 @@ impl Rules {
             0.0
         };
         let nearest = (d0 + d1 * s_near).length() - d2.length() * span * span;
-        let radius = |i: usize| {
-            f64::from(match self.shapes[i] {
-                Shape::Sphere { radius } => radius,
-                ref other => crate::geometry::shape_extent(other),
-            })
-        };
-        let (ra, rb) = (radius(a), radius(b));
-        let size = |p: glam::DVec3, v: glam::DVec3, w: glam::DVec3, c: glam::DVec3, r: f64| {
-            p.length() + (v.length() + w.length()) * span + c.length() * span * span + r
-        };
-        let magnitude = size(pa, va, wa, ca, ra).max(size(pb, vb, wb, cb, rb));
+        let magnitude = size_a.max(size_b);
         let reach = ra + rb + fastest * dt + 2.0 * f64::from(AABB_MARGIN);
         nearest > reach + APART_SLACK * magnitude + 1e-4
     }
@@ -1029,7 +1035,8 @@ mod tests {
     /// interval, [`Rules::in_contact`] is false at every tick of it (in f32, where a pair
     /// called apart one ulp too soon is a missed contact). Random pairs of spheres, boxes and
     /// cylinders, flying or one still (a sleep record's state), spinning, under gravity of any
-    /// direction, near the origin or 75 km from it (the far end of `parallel` 100,000), passing
+    /// direction, near the origin or 75 km from it (the far end of `parallel` 100,000), or back
+    /// near it after 20 s of fast flight (a position that sums kilometres of terms), passing
     /// within a few radii of each other over 1 to 300 ticks; and it calls most far pairs apart.
     #[test]
     fn bodies_called_apart_never_touch() {
@@ -1037,6 +1044,7 @@ mod tests {
         use crate::scene::{BodySpec, SceneBuilder};
         let mut rng = SplitMix64::new(77);
         let (mut apart, mut touched, mut far_apart) = (0, 0, 0);
+        let (mut late_apart, mut late_touched) = (0, 0);
         for case in 0..4000 {
             let mut u = || rng.next_signed();
             let g = Vec3::new(u(), u(), u()) * if case % 3 == 0 { 0.0 } else { 10.0 };
@@ -1065,8 +1073,16 @@ mod tests {
                 velocity: Vec3::new(u(), u(), u()) * speed,
                 angular_velocity: Vec3::new(u(), u(), u()) * 20.0,
             };
-            let a = Anchor::at(100, state(&mut u));
-            let mut b = Anchor::at(100 + (u().abs() * 50.0) as Tick, state(&mut u));
+            let mut a = Anchor::at(100, state(&mut u));
+            // One case in seven: a fast flight 20 s old, near `origin` again at the interval
+            // as the sum of kilometres of position, displacement and bend.
+            let late: Tick = if case % 7 == 3 { 19_200 } else { 0 };
+            if late > 0 {
+                let t = late as f32 * rules.dt;
+                a.state.velocity *= 30.0;
+                a.state.position -= a.state.velocity * t + rules.gravity * (0.5 * t * t);
+            }
+            let mut b = Anchor::at(100 + late + (u().abs() * 50.0) as Tick, state(&mut u));
             let still = case % 5 == 0;
             let from = b.tick + (u().abs() * 50.0) as Tick;
             let to = from + (u().abs() * 300.0) as Tick;
@@ -1110,10 +1126,16 @@ mod tests {
             apart += usize::from(said);
             touched += usize::from(any);
             far_apart += usize::from(said && case % 4 == 0);
+            late_apart += usize::from(said && late > 0);
+            late_touched += usize::from(any && late > 0);
         }
         assert!(
             apart > 1000 && touched > 500 && far_apart > 200,
             "apart {apart}, touched {touched}, apart 75 km out {far_apart} of 4000"
+        );
+        assert!(
+            late_apart > 100 && late_touched > 50,
+            "of the flights 20 s old, {late_apart} apart and {late_touched} touched"
         );
     }
 
