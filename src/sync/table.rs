@@ -61,6 +61,9 @@ use std::sync::Arc;
 #[cfg(feature = "stm")]
 use timewarp_stm::{TVar, atomically};
 
+/// The sorted keys of one section, inline up to this many (most sections name a few slots).
+type Small<T> = smallvec::SmallVec<[T; 16]>;
+
 enum Slots<T> {
     #[cfg(feature = "stm")]
     Stm(Box<[TVar<Arc<T>>]>),
@@ -183,7 +186,7 @@ impl<'s, T: Clone> View<'s, T> {
 }
 
 /// Sorts and deduplicates `keys` into `out`, checking them against `len`.
-fn sort_keys(keys: &[usize], len: usize, out: &mut Vec<usize>) {
+fn sort_keys(keys: &[usize], len: usize, out: &mut Small<usize>) {
     out.clear();
     out.extend_from_slice(keys);
     if !out.is_sorted() {
@@ -267,8 +270,39 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
 
     /// The section behind [`Table::section`]: always, but in a test-only `cfg(timewarp_broken)`
     /// build with `TIMEWARP_BROKEN=unguarded_sections` (see `sync::broken`).
+    /// A table of `len` slots guarded by `backend`, every slot holding `value`, whose sections
+    /// are counted under `class`. Under the STM the slots share one allocation of `value`
+    /// until each is first written (a write installs a new value; none is changed in place),
+    /// so a large table of empty buckets costs one pointer per slot to build, not one value.
+    pub fn filled(backend: Backend, len: usize, class: Class, value: T) -> Self {
+        let slots = match backend {
+            #[cfg(feature = "stm")]
+            Backend::Stm => {
+                let shared = Arc::new(value);
+                Slots::Stm((0..len).map(|_| TVar::new(Arc::clone(&shared))).collect())
+            }
+            #[cfg(feature = "locks")]
+            Backend::Locks => Slots::Locks((0..len).map(|_| Mutex::new(value.clone())).collect()),
+        };
+        Table { slots, class }
+    }
+
+    /// Applies `f` to slot `key` outside any section: a consistent value of that one slot,
+    /// which may be stale by the time `f` returns (a hint to plan a section with, which the
+    /// section then checks). Under the STM `f` may run more than once.
+    pub fn peek<R>(&self, key: usize, mut f: impl FnMut(&T) -> R) -> R {
+        match &self.slots {
+            #[cfg(feature = "stm")]
+            Slots::Stm(vars) => vars[key].load_with(|v: &Arc<T>| f(v)),
+            #[cfg(feature = "locks")]
+            Slots::Locks(mutexes) => f(&mutexes[key]
+                .lock()
+                .expect("a section panicked while holding this slot")),
+        }
+    }
+
     fn guarded_section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
-        let mut sorted = Vec::with_capacity(keys.len());
+        let mut sorted = Small::new();
         sort_keys(keys, self.len(), &mut sorted);
         let sorted = &sorted[..];
         match &self.slots {
@@ -358,7 +392,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
         keys: &[usize],
         mut f: impl FnMut(&mut View<'_, T>) -> R,
     ) -> R {
-        let mut sorted = Vec::with_capacity(keys.len());
+        let mut sorted = Small::new();
         sort_keys(keys, self.len(), &mut sorted);
         let values = self.guarded_section(&sorted, |v| {
             sorted.iter().map(|&k| (v.get(k).clone(), false)).collect()
@@ -498,6 +532,38 @@ mod tests {
             let mut all = Vec::new();
             t.into_each(|x| all.push(x));
             assert_eq!(all, vec![0, 10, 20, 30, 40, 51, 60, 70]);
+        }
+    }
+
+    /// A filled table's slots start equal and change apart (under the STM they share one value
+    /// until written); `peek` sees each slot's committed value, while 16 threads write.
+    #[test]
+    fn filled_slots_change_apart_and_peek_sees_commits() {
+        for &b in Backend::COMPILED {
+            let t = Table::filled(b, 64, Class::Other, vec![1u64, 2]);
+            t.section(&[3, 40], |v| {
+                v.get_mut(3).push(3);
+                v.get_mut(40).clear();
+            });
+            assert_eq!(t.peek(3, |x| x.clone()), vec![1, 2, 3], "{b:?}");
+            assert_eq!(t.peek(40, Vec::len), 0, "{b:?}");
+            assert_eq!(t.peek(4, |x| x.clone()), vec![1, 2], "{b:?}");
+            // Each writer appends to its own slot; a peek sees a prefix of what was written,
+            // never a torn or foreign value, and the last peek sees all of it.
+            std::thread::scope(|s| {
+                for w in 44..60usize {
+                    let t = &t;
+                    s.spawn(move || {
+                        for i in 0..100u64 {
+                            t.section(&[w], |v| v.get_mut(w).push(i));
+                            let seen = t.peek(w, |x| x.clone());
+                            assert_eq!(seen.len(), 3 + i as usize, "{b:?} slot {w}");
+                            assert_eq!(seen[2..], (0..=i).collect::<Vec<_>>()[..]);
+                        }
+                    });
+                }
+            });
+            assert_eq!(t.peek(63, |x| x.clone()), vec![1, 2], "{b:?}");
         }
     }
 

@@ -865,7 +865,9 @@ impl Entity {
         }
         let from = lvt + 1;
         let spin = a.angular_velocity.length();
-        let aabb = loop {
+        // The box of the span of `len` ticks, if it flies clear of the static bodies (a group
+        // of one: in flight throughout) and covers at most `SPAN_CELLS` cells.
+        let fits = |len: u64| {
             let sweep = rules.span(me, &anchor, from, lvt + len);
             let aabb = rules.span_aabb(&sweep);
             let clear = if self.grouped {
@@ -874,18 +876,33 @@ impl Entity {
             } else {
                 rules.span_clear_of_statics(&sweep)
             };
-            if clear
-                && env
-                    .tvht
+            let few = || {
+                env.tvht
                     .cells_of(self.id, &aabb)
                     .is_ok_and(|c| c <= SPAN_CELLS)
-            {
-                break aabb;
-            }
-            len /= 2;
-            if len < MIN_SPAN {
-                self.span = MIN_SPAN;
-                return Ok(false);
+            };
+            (clear && few()).then_some(aabb)
+        };
+        // The longest that fits, within an eighth: a longer span fits only if a shorter one
+        // does, so a body short of a wall or the floor flies up to it in one span (halving,
+        // it took one span per halving) and one that cannot fly at all costs two tests.
+        let aabb = match fits(len) {
+            Some(b) => b,
+            None => {
+                let Some(mut best) = fits(MIN_SPAN) else {
+                    self.span = MIN_SPAN;
+                    return Ok(false);
+                };
+                let (mut lo, mut hi) = (MIN_SPAN, len);
+                while hi - lo > 1 + lo / 8 {
+                    let mid = lo + (hi - lo) / 2;
+                    match fits(mid) {
+                        Some(b) => (lo, best) = (mid, b),
+                        None => hi = mid,
+                    }
+                }
+                len = lo;
+                best
             }
         };
         let to = lvt + len;

@@ -182,16 +182,27 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     /// Reads the current committed value outside any transaction (a linearisable single-variable
     /// read; waits while a committer holds the variable's lock).
     pub fn load(&self) -> T {
+        self.load_with(T::clone)
+    }
+
+    /// Applies `f` to the current committed value outside any transaction, borrowing it
+    /// instead of cloning it (the same linearisable single-variable read as [`TVar::load`]).
+    /// `f` may run more than once if a committer replaces the value meanwhile; only its last
+    /// result is returned.
+    pub fn load_with<R>(&self, mut f: impl FnMut(&T) -> R) -> R {
         let guard = crate::primitive::pin();
         let mut spins = 0;
         loop {
             let w1 = self.lock.load();
             if !is_locked(w1) {
                 let p = self.slot.load(&guard);
+                // SAFETY: `p` is a published value, immutable, and stays allocated while
+                // `guard` pins us (a replaced value is freed only after every guard pinned
+                // before its replacement is gone); the result is used only if the lock word
+                // did not change meanwhile, so it is a committed value.
+                let r = f(unsafe { &*p });
                 if self.lock.load() == w1 {
-                    // SAFETY: `p` was the published value while the lock word was unchanged;
-                    // published values are immutable and stay allocated while `guard` pins us.
-                    return unsafe { (*p).clone() };
+                    return r;
                 }
             }
             crate::clock::relax(&mut spins);

@@ -52,3 +52,30 @@ fn increments_with_forced_irrevocability_count() {
     });
     assert_eq!(c.load(), THREADS as u64 * 3_000);
 }
+
+/// `load_with` borrows the committed value: while writers replace a pair whose halves always
+/// sum to zero (one transaction each), every borrowed read sees a pair that sums to zero, and
+/// reads of one thread never go back in time.
+#[test]
+fn load_with_sees_only_committed_values() {
+    let pair = TVar::new(vec![0i64, 0]);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let pair = &pair;
+            s.spawn(move || {
+                let mut last = i64::MIN;
+                for i in 0..5_000i64 {
+                    if t % 2 == 0 {
+                        atomically(|tx| tx.modify(pair, |v| vec![v[0] + 1, -(v[0] + 1)]));
+                    }
+                    let (a, b) = pair.load_with(|v| (v[0], v[1]));
+                    assert_eq!(a + b, 0, "thread {t} read {i}: a torn pair");
+                    assert!(a >= last, "thread {t} read {i}: {a} after {last}");
+                    last = a;
+                }
+            });
+        }
+    });
+    let writers = THREADS.div_ceil(2) as i64;
+    assert_eq!(pair.load_with(|v| v[0]), writers * 5_000);
+}

@@ -422,7 +422,7 @@ impl Tvht {
         }
         let slots = config.buckets << usize::from(config.sleep_records);
         Ok(Tvht {
-            table: Table::with_class(backend, slots, Class::Tvht, |_| Bucket::default()),
+            table: Table::filled(backend, slots, Class::Tvht, Bucket::default()),
             mask: config.buckets as u64 - 1,
             sleep: config.sleep_records,
             span_shift: config.span_ticks.trailing_zeros(),

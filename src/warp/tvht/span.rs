@@ -40,7 +40,7 @@
 //! named). So a record-half bucket keeps a *mark*, one more than the latest slice at which an
 //! entry was written in one of its cells ([`Bucket::marks`], raised by the entry writes in the
 //! section they run anyway, never lowered), and a span names the buckets of entries of a cell
-//! only at the slices below its mark. It plans with the marks it last saw (at first none) and
+//! only at the slices below its mark. It plans with the marks it last saw (at first those it peeks at outside any section) and
 //! its section reads the marks again: if one has risen past what it planned, it plans again
 //! with them. An entry write and a span that meet share the record-half bucket of the cell, so
 //! one of the two sees the other: the span sees the raised mark, or the entry sees the span.
@@ -403,8 +403,15 @@ impl Tvht {
         if to < from {
             return Err(TvhtError::Config(format!("empty span {from}..={to}")));
         }
-        // The marks planned with, by record-half bucket (none at first; see "Marks").
-        let mut marks: Vec<(usize, Tick)> = Vec::new();
+        // The marks planned with, by record-half bucket: at first as peeked outside the
+        // section, a hint that the section checks (see "Marks").
+        let mut marks: Vec<(usize, Tick)> = {
+            let mut keys = Vec::new();
+            self.plan_span(from, bodies, None, &mut keys)?;
+            keys.iter()
+                .map(|&k| (k, self.table.peek(k, |b| b.marks)))
+                .collect()
+        };
         loop {
             let mut keys = Vec::new();
             let entries = EntrySlices {
@@ -492,7 +499,7 @@ impl Tvht {
                 }
                 met.push((c, k));
             };
-            let mut cache: Vec<Option<TvhtEntry>> = Vec::new();
+            let mut cache: Vec<(Tick, TvhtEntry)> = Vec::new();
             for (j, b) in bodies.iter().enumerate() {
                 let me = SpanRec {
                     entity,
@@ -503,13 +510,16 @@ impl Tvht {
                     aabb: b.aabb,
                     tag,
                 };
-                // Its entry at each tick, computed once (most spans need none).
+                // Its entry at each tick asked, computed once, sorted by tick (most spans need
+                // none, and the rest a few of their hundreds of ticks).
                 cache.clear();
-                let mut at = |t: Tick| {
-                    if cache.is_empty() {
-                        cache.resize((to - from + 1) as usize, None);
+                let mut at = |t: Tick| match cache.binary_search_by_key(&t, |c| c.0) {
+                    Ok(i) => cache[i].1,
+                    Err(i) => {
+                        let e = me.at(flight, t);
+                        cache.insert(i, (t, e));
+                        e
                     }
-                    *cache[(t - from) as usize].get_or_insert_with(|| me.at(flight, t))
                 };
                 // Entries, in the buckets of entries of its cells at its slices.
                 for &k in &keys[main[j].clone()] {
