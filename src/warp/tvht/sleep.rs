@@ -68,14 +68,14 @@ pub(super) struct SleepContact {
 }
 
 /// The buckets of entries a record request names beside its record-half buckets: those of
-/// its cells at each time slice of `from..=to`; with `marks` (record-half bucket, mark), a
-/// cell's only at the slices below the mark of its record-half bucket there, 0 for one not
-/// there (see "Marks" in `span.rs`).
+/// its cells at each time slice of `from..=to`; with `marks` (the mark of a record-half
+/// bucket, as the caller knows it), a cell's only at the slices below the mark of its
+/// record-half bucket (see "Marks" in `span.rs`).
 #[derive(Clone, Copy)]
 pub(super) struct EntrySlices<'a> {
     pub(super) from: Tick,
     pub(super) to: Tick,
-    pub(super) marks: Option<&'a [(usize, Tick)]>,
+    pub(super) marks: Option<&'a dyn Fn(usize) -> Tick>,
 }
 
 impl Tvht {
@@ -110,10 +110,9 @@ impl Tvht {
             let (first, end) = (e.from >> self.span_shift, (e.to >> self.span_shift) + 1);
             for &(lo, hi) in &boxes {
                 let all = cells(lo, hi).flat_map(|c| {
-                    let end = e.marks.map_or(end, |marks| {
-                        let k = self.sleep_slot(c);
-                        end.min(marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1))
-                    });
+                    let end = e
+                        .marks
+                        .map_or(end, |mark| end.min(mark(self.sleep_slot(c))));
                     (first..end).map(move |s| self.bucket_of(c, s << self.span_shift))
                 });
                 ranges.push(push_distinct(keys, all));

@@ -403,27 +403,31 @@ impl Tvht {
         if to < from {
             return Err(TvhtError::Config(format!("empty span {from}..={to}")));
         }
-        // The marks planned with, by record-half bucket: at first as peeked outside the
-        // section, a hint that the section checks (see "Marks").
-        let mut marks: Vec<(usize, Tick)> = {
-            let mut keys = Vec::new();
-            self.plan_span(from, bodies, None, &mut keys)?;
-            keys.iter()
-                .map(|&k| (k, self.table.peek(k, |b| b.marks)))
-                .collect()
-        };
+        // The marks planned with, by record-half bucket: at first those peeked at outside
+        // the section, a hint that the section checks (see "Marks").
+        let mut marks: Option<Vec<(usize, Tick)>> = None;
         loop {
             let mut keys = Vec::new();
+            let peeked = std::cell::RefCell::new(Vec::new());
+            let mark = |k: usize| match &marks {
+                Some(m) => m.iter().find(|m| m.0 == k).map_or(0, |m| m.1),
+                None => {
+                    let m = self.table.peek(k, |b| b.marks);
+                    peeked.borrow_mut().push((k, m));
+                    m
+                }
+            };
             let entries = EntrySlices {
                 from,
                 to,
-                marks: Some(&marks),
+                marks: Some(&mark),
             };
             let ranges = self.plan_span(from, bodies, Some(entries), &mut keys)?;
+            let marks = marks.get_or_insert_with(|| peeked.take());
             let plan = (&keys[..], &ranges[..], &marks[..]);
             match self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan) {
                 Ok(SpanOut::Written(last, c)) => return Ok((last, c)),
-                Ok(SpanOut::Again(seen)) => marks = seen,
+                Ok(SpanOut::Again(seen)) => *marks = seen,
                 Err(e) => return Err(e),
             }
         }
