@@ -366,6 +366,13 @@ pub struct Tvht {
     /// Refinements counted by committed sections, and those that found a contact
     /// ([`Tvht::refinements`]).
     refined: [AtomicU64; 2],
+    /// Per record-half bucket, a hint of its mark (see "Marks" in `span.rs`): raised with
+    /// the mark, in the entry write's section (an attempt that aborts may leave it higher),
+    /// read by a span's plan without any section. Never below the mark once the write that
+    /// raised the mark has returned; the span's section checks the marks themselves, so a
+    /// stale hint costs a second plan and a high one a few empty buckets, never a contact.
+    /// Plain atomics: no protocol rests on them, so loom need not explore them.
+    marked: Box<[std::sync::atomic::AtomicU64]>,
 }
 
 impl Drop for Tvht {
@@ -439,6 +446,13 @@ impl Tvht {
             swept: AtomicU64::new(0),
             flight: None,
             refined: [AtomicU64::new(0), AtomicU64::new(0)],
+            marked: (0..if config.sleep_records {
+                config.buckets
+            } else {
+                0
+            })
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
         })
     }
 
@@ -462,6 +476,11 @@ impl Tvht {
     /// The number of buckets (of entries; as many again hold sleep records, if kept).
     pub fn buckets(&self) -> usize {
         self.mask as usize + 1
+    }
+
+    /// The hint of the mark of record-half bucket `k` (see the field `marked`).
+    fn mark_hint(&self, k: usize) -> &std::sync::atomic::AtomicU64 {
+        &self.marked[k - self.buckets()]
     }
 
     /// All its buckets: those of entries and those of sleep records (what a full sweep visits).

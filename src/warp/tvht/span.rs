@@ -40,10 +40,12 @@
 //! named). So a record-half bucket keeps a *mark*, one more than the latest slice at which an
 //! entry was written in one of its cells ([`Bucket::marks`], raised by the entry writes in the
 //! section they run anyway, never lowered), and a span names the buckets of entries of a cell
-//! only at the slices below its mark. It plans with the marks it last saw (at first those it peeks at outside any section) and
-//! its section reads the marks again: if one has risen past what it planned, it plans again
-//! with them. An entry write and a span that meet share the record-half bucket of the cell, so
-//! one of the two sees the other: the span sees the raised mark, or the entry sees the span.
+//! only at the slices below its mark. It plans with the marks it last saw (at first the
+//! hints of them that the table keeps in plain atomics beside the buckets, raised with the
+//! marks and read outside any section), and its section reads the marks again: if one has
+//! risen past what it planned, it plans again with them. An entry write and a span that meet
+//! share the record-half bucket of the cell, so one of the two sees the other: the span sees
+//! the raised mark, or the entry sees the span.
 //!
 //! Invariants, checked by `validate`: a live span is in exactly the record-half buckets of its
 //! box's cells, with identical copies; a body has at one tick one entry, sleep record or span,
@@ -403,17 +405,17 @@ impl Tvht {
         if to < from {
             return Err(TvhtError::Config(format!("empty span {from}..={to}")));
         }
-        // The marks planned with, by record-half bucket: at first those peeked at outside
-        // the section, a hint that the section checks (see "Marks").
+        // The marks planned with, by record-half bucket: at first their hints, which the
+        // section checks (see "Marks").
         let mut marks: Option<Vec<(usize, Tick)>> = None;
         loop {
             let mut keys = Vec::new();
-            let peeked = std::cell::RefCell::new(Vec::new());
+            let hinted = std::cell::RefCell::new(Vec::new());
             let mark = |k: usize| match &marks {
                 Some(m) => m.iter().find(|m| m.0 == k).map_or(0, |m| m.1),
                 None => {
-                    let m = self.table.peek(k, |b| b.marks);
-                    peeked.borrow_mut().push((k, m));
+                    let m = self.mark_hint(k).load(std::sync::atomic::Ordering::Relaxed);
+                    hinted.borrow_mut().push((k, m));
                     m
                 }
             };
@@ -423,7 +425,7 @@ impl Tvht {
                 marks: Some(&mark),
             };
             let ranges = self.plan_span(from, bodies, Some(entries), &mut keys)?;
-            let marks = marks.get_or_insert_with(|| peeked.take());
+            let marks = marks.get_or_insert_with(|| hinted.take());
             let plan = (&keys[..], &ranges[..], &marks[..]);
             match self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan) {
                 Ok(SpanOut::Written(last, c)) => return Ok((last, c)),

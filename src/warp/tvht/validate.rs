@@ -219,6 +219,19 @@ impl Tvht {
                 }
             }
         }
+        // At rest, no mark's hint is below the mark (a span would plan with too few buckets
+        // and always plan again).
+        if self.sleep {
+            for (k, b) in snap.iter().enumerate().skip(self.buckets()) {
+                let hint = self.mark_hint(k).load(std::sync::atomic::Ordering::Relaxed);
+                if hint < b.marks {
+                    return err(format!(
+                        "record-half bucket {k} is marked below {}, its hint says {hint}",
+                        b.marks
+                    ));
+                }
+            }
+        }
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
             copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
         let sleepers = self.validate_sleep(snap, floor, &live)?;

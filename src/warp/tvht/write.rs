@@ -502,9 +502,11 @@ impl Tvht {
             // The record-half buckets of the request's cells learn that entries may be at its
             // slices (see "Marks" in `span.rs`): once a slice, most requests change nothing.
             for p in planned.plans() {
-                for &i in planned.sleep_slots(p) {
+                for (&i, &k) in planned.sleep_slots(p).iter().zip(planned.sleep_buckets(p)) {
                     if view.at(i).marks <= p.slice {
                         view.at_mut(i).marks = p.slice + 1;
+                        self.mark_hint(k)
+                            .fetch_max(p.slice + 1, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
             }
