@@ -22,11 +22,12 @@
 //! rollback **cuts** a span at its tick ([`Tvht::cut_span`], Algorithm 7 for an interval) and
 //! gets back the contacts of the ticks it removed.
 //!
-//! **Refinement** of a pair over a common interval halves it while the two boxes over a half
-//! overlap ([`Flight::sweep`]), and skips a half the flight calls **apart**
-//! ([`Flight::apart`]: the engine's rules bound the distance of two flights, which under one
-//! gravity differ by a line in time, conservatively in f64): pairs whose boxes overlap only
-//! because they are long, as in `bouncing`, cost a few such tests instead of a tick each.
+//! **Refinement** of a pair over a common interval first narrows it to the ticks where the
+//! flight cannot tell the two apart ([`Flight::near_ticks`]: the engine's rules bound the
+//! distance of two flights, which under one gravity differ by a line in time, conservatively
+//! in f64, and solve for where that bound comes within reach), then halves what is left while
+//! the two boxes over a half overlap ([`Flight::sweep`]): pairs whose boxes overlap only
+//! because they are long, as in `bouncing`, cost a test or a few instead of a tick each.
 //!
 //! **Reclamation.** A record-half bucket drops the spans and span contacts behind the floor
 //! whenever a span is written into it, in that section, rather than through the ledger: a span
@@ -81,22 +82,22 @@ pub trait Flight: Send + Sync {
         let _ = (body, anchor, from, to);
         None
     }
-    /// Whether two bodies, each flying or still as `a` and `b` say, certainly do not touch
-    /// ([`Flight::touches`]) at any tick of `from..=to`: the table then refines nothing there.
-    /// Conservative: `false` when in doubt (the default: always).
-    fn apart(
+    /// The ticks of `from..=to` outside of which two bodies, each flying or still as `a` and
+    /// `b` say, certainly do not touch ([`Flight::touches`]); `None` if at none: the table
+    /// refines only within. Conservative: the whole interval when in doubt (the default).
+    fn near_ticks(
         &self,
         a: (BodyId, Motion<'_>),
         b: (BodyId, Motion<'_>),
         from: Tick,
         to: Tick,
-    ) -> bool {
-        let _ = (a, b, from, to);
-        false
+    ) -> Option<(Tick, Tick)> {
+        let _ = (a, b);
+        Some((from, to))
     }
 }
 
-/// How a record's body moves over its ticks, for [`Flight::apart`]: flying from an anchor (a
+/// How a record's body moves over its ticks, for [`Flight::near_ticks`]: flying from an anchor (a
 /// span), or still at one state (a sleep record).
 #[derive(Clone, Copy, Debug)]
 pub enum Motion<'a> {
@@ -113,7 +114,7 @@ pub(super) trait Held {
     fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry;
     /// A box holding its box at every tick of `from..=to`, if known (see [`Flight::sweep`]).
     fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb>;
-    /// Its body and how it moves (see [`Flight::apart`]).
+    /// Its body and how it moves (see [`Flight::near_ticks`]).
     fn motion(&self) -> (BodyId, Motion<'_>);
 }
 
@@ -150,47 +151,56 @@ impl Held for SpanRec {
 /// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]).
 const REFINE_TICKS: u64 = 4;
 
-/// The ticks of `lo..=hi`, ascending, at which two bodies may meet. `near(l, h)` says whether
-/// they may meet within `l..=h`: `Some(false)` if certainly not (their boxes over it do not
-/// overlap, or [`Flight::apart`] says so), `Some(true)` if they may, `None` if it cannot tell
-/// (no bound on a box). An interval they cannot meet in has no candidate; one they may is
-/// halved, down to [`REFINE_TICKS`] ticks, whose every tick is a candidate (so is every tick
-/// of one where `near` cannot tell). `visit` gets each candidate in order and stops the walk
-/// by returning false; returns false if it did.
+/// What [`candidate_ticks`]'s `near` says of two bodies over an interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Near {
+    /// They certainly do not meet in it.
+    Apart,
+    /// They may meet, but only within these ticks of it.
+    Within(Tick, Tick),
+    /// It cannot tell (no bound on a box): any tick.
+    Unknown,
+}
+
+/// The ticks of `lo..=hi`, ascending, at which two bodies may meet. `near(l, h)` says where
+/// within `l..=h` they may meet (see [`Near`]: not at all if their boxes over it do not
+/// overlap or [`Flight::near_ticks`] finds no tick). An interval they cannot meet in has no
+/// candidate; one they may meet in only in part is narrowed to that part, and one they may
+/// meet anywhere in is halved, down to [`REFINE_TICKS`] ticks, whose every tick is a
+/// candidate (so is every tick of one where `near` cannot tell). `visit` gets each candidate
+/// in order and stops the walk by returning false; returns false if it did.
 fn candidate_ticks(
     (lo, hi): (Tick, Tick),
-    near: &dyn Fn(Tick, Tick) -> Option<bool>,
+    near: &dyn Fn(Tick, Tick) -> Near,
     visit: &mut dyn FnMut(Tick) -> bool,
 ) -> bool {
-    if hi - lo >= REFINE_TICKS {
-        if let Some(may) = near(lo, hi) {
-            if !may {
-                return true;
-            }
+    match near(lo, hi) {
+        Near::Apart => true,
+        Near::Within(l, h) if (l, h) != (lo, hi) => candidate_ticks((l, h), near, visit),
+        Near::Within(..) if hi - lo >= REFINE_TICKS => {
             let mid = lo + (hi - lo) / 2;
-            return candidate_ticks((lo, mid), near, visit)
-                && candidate_ticks((mid + 1, hi), near, visit);
+            candidate_ticks((lo, mid), near, visit) && candidate_ticks((mid + 1, hi), near, visit)
         }
-    } else if near(lo, hi) == Some(false) {
-        return true;
+        _ => (lo..=hi).all(visit),
     }
-    (lo..=hi).all(visit)
 }
 
 /// [`candidate_ticks`]'s `near` for a span of `me` (flying from `anchor`) and a record `o`:
-/// their boxes over the interval overlap, and the flight cannot tell them apart.
+/// the ticks where the flight cannot tell them apart, if their boxes over those overlap.
 fn near_of<'a>(
     flight: &'a dyn Flight,
     (me, anchor): (BodyId, &'a Anchor),
     o: &'a dyn Held,
-) -> impl Fn(Tick, Tick) -> Option<bool> + 'a {
+) -> impl Fn(Tick, Tick) -> Near + 'a {
     move |l, h| {
-        if flight.apart((me, Motion::Flying(anchor)), o.motion(), l, h) {
-            return Some(false);
+        let Some((l, h)) = flight.near_ticks((me, Motion::Flying(anchor)), o.motion(), l, h) else {
+            return Near::Apart;
+        };
+        match (flight.sweep(me, anchor, l, h), o.sweep(flight, l, h)) {
+            (Some(x), Some(y)) if !x.overlaps(&y) => Near::Apart,
+            (Some(_), Some(_)) => Near::Within(l, h),
+            _ => Near::Unknown,
         }
-        let x = flight.sweep(me, anchor, l, h)?;
-        let y = o.sweep(flight, l, h)?;
-        Some(x.overlaps(&y))
     }
 }
 
