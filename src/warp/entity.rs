@@ -52,14 +52,15 @@
 //!   an entry per tick. The table refines it to the tick against everything else there, and the
 //!   span stops, like a batch, at the first tick that touches another body: the contact is at
 //!   its tick, computed from both bodies' states there, exactly as tick by tick (the table
-//!   refines a pair by halving their common interval while their sweeps' boxes overlap). `L`
-//!   reaches at most the window past the GVT (not only the entity's reach: a span costs one
-//!   record however long, and a rollback cuts it in one section), the run's `max_span` and
-//!   its span limit, which doubles after a span
-//!   that flew its whole length and falls to the length flown after one a contact stopped (or
-//!   halves when a rollback cuts one); halved until the span's box covers at most
-//!   [`SPAN_CELLS`] cells and clears the static bodies; under [`MIN_SPAN`] ticks the body steps
-//!   tick by tick. Only a matter of speed: the state at a tick is `flight(anchor, tick)` either
+//!   refines a pair by narrowing and halving their common interval). `L` is the longest that
+//!   fits: at most the window past the GVT (not only the entity's reach: a span costs one
+//!   record however long, and a rollback cuts it in one section) and the run's `max_span`,
+//!   and within an eighth of the longest whose box covers at most [`SPAN_CELLS`] cells and
+//!   clears the static bodies; under [`MIN_SPAN`] ticks the body steps tick by tick. (No
+//!   shorter limit after a contact or a rollback: Koenig's dynamic step size shrinks a step
+//!   that went wrong, but here a span costs per span, not per tick, and a cut one costs a
+//!   section, so a limit that fell after each stop and doubled back after each success only
+//!   multiplied the spans, by half in `bouncing`; see `docs/results.md`.) Only a matter of speed: the state at a tick is `flight(anchor, tick)` either
 //!   way. Its timeline keeps the span as one segment ([`Timeline::push_span`]); a rollback into
 //!   it cuts the record at the rollback tick ([`Tvht::cut_span`]) and gets back the contacts of
 //!   the ticks it removed, as a delete does.
@@ -282,9 +283,6 @@ pub struct Entity {
     reach: u64,
     /// Ticks to compute in the next step (`1 ..= BATCH`; see "Step" in the module docs).
     batch: u64,
-    /// The longest span to try next (see "Spans"): halved by a span a contact stopped or a
-    /// rollback cut, doubled by a span that flew its whole length.
-    span: u64,
     /// The tick at which its last step found its group must change (see "Ending").
     ending: Option<Tick>,
     /// Its naps (see "Naps"): the ticks whose entries are sleep records, ascending, disjoint,
@@ -371,7 +369,6 @@ impl Entity {
             recorded: tick,
             reach: u64::MAX,
             batch: BATCH,
-            span: BATCH,
             ending: None,
             naps: VecDeque::new(),
             speculative: false,
@@ -664,7 +661,6 @@ impl Entity {
                 .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
             gone.extend(cut);
             self.stats.span_cuts += 1;
-            self.span = (self.span / 2).max(MIN_SPAN);
         }
         // The naps after `r`: cut (and closed) or gone.
         let mut i = 0;
@@ -823,10 +819,11 @@ impl Entity {
     }
 
     /// A span of a single body from its LVT (see "Spans"): `single` is the anchor its kicks at
-    /// the LVT give it (`None` for a group, whose island holds it); it flies the longest span up to `far` and its span limit (halving
-    /// it down to [`MIN_SPAN`]) that is clear of every static body and whose box covers at
-    /// most [`SPAN_CELLS`] cells, written as one TVHT record that stops at the first tick that
-    /// touches another body. Returns whether it flew (else the tick-by-tick step runs).
+    /// the LVT give it (`None` for a group, whose island holds it); it flies the longest span
+    /// up to `far` (within an eighth, at least [`MIN_SPAN`] ticks) that is clear of every
+    /// static body and whose box covers at most [`SPAN_CELLS`] cells, written as one TVHT
+    /// record that stops at the first tick that touches another body. Returns whether it flew
+    /// (else the tick-by-tick step runs).
     fn fly(
         &mut self,
         env: &Env<'_>,
@@ -835,7 +832,7 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<bool, String> {
         let lvt = self.lvt();
-        let mut len = (far - lvt).min(self.span).min(env.max_span);
+        let mut len = (far - lvt).min(env.max_span);
         if len < MIN_SPAN {
             return Ok(false);
         }
@@ -890,7 +887,6 @@ impl Entity {
             Some(b) => b,
             None => {
                 let Some(mut best) = fits(MIN_SPAN) else {
-                    self.span = MIN_SPAN;
                     return Ok(false);
                 };
                 let (mut lo, mut hi) = (MIN_SPAN, len);
@@ -930,11 +926,6 @@ impl Entity {
         self.next_tag += 1;
         self.stats.spans += 1;
         self.stats.span_ticks += last + 1 - from;
-        self.span = if last < to {
-            (last + 1 - from).max(MIN_SPAN)
-        } else {
-            self.span.saturating_mul(2)
-        };
         self.report(env, &found, send);
         Ok(true)
     }
