@@ -185,9 +185,11 @@ fn head_on_collision_swaps_velocities() {
 
 /// The adaptive lead (`timewarp::warp::lead`, the default) changes how far entities run ahead
 /// of the GVT, never the frames: equal to the reference with 1 and 32 workers. One worker
-/// never starves while an entity can step, so entities stay within the floor of the lead
-/// (at most 64 ticks; with the full window of 256 they run further ahead); 32 workers on 100
-/// entities starve, idle for more than 5% of their time, and raise it, never past the window.
+/// never starves while an entity can step, so it never raises the lead, and entities that
+/// step tick by tick (no spans) stay within the floor of the lead (at most 64 ticks; with the
+/// full window of 256 they run further ahead; spans fly up to the window by design, see
+/// "Spans" in `warp::entity`); 32 workers on 100 entities starve, idle for more than 5% of
+/// their time, and raise it, never past the window.
 #[test]
 fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     use timewarp::warp::lead::LEAD_FLOOR;
@@ -195,11 +197,12 @@ fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     let rules = Rules::new(&scene).unwrap();
     let ticks = 960;
     let want = bits(&reference_frames(&rules, 16, ticks));
-    let run = |threads, full_window| {
+    let run_spans = |threads, full_window, max_span| {
         let config = WarpConfig {
             threads,
             window: Some(256),
             full_window,
+            max_span,
             ..WarpConfig::default()
         };
         let (got, stats) = warp_frames(&scene, config, ticks);
@@ -210,11 +213,17 @@ fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
         assert!(stats.lead.lead <= 256 && stats.window == 256, "{stats:?}");
         stats
     };
+    let run = |threads, full_window| run_spans(threads, full_window, None);
     let one = run(1, false);
     assert!(
-        one.mean_lead() <= LEAD_FLOOR as f64,
-        "one worker: mean LVT - GVT {} past the lead's floor ({one:?})",
-        one.mean_lead()
+        one.lead.raised == 0 && one.lead.lead <= LEAD_FLOOR && one.entities.spans > 0,
+        "one worker raised the lead ({one:?})"
+    );
+    let ticks_only = run_spans(1, false, Some(0));
+    assert!(
+        ticks_only.mean_lead() <= LEAD_FLOOR as f64 && ticks_only.entities.spans == 0,
+        "one worker, tick by tick: mean LVT - GVT {} past the lead's floor ({ticks_only:?})",
+        ticks_only.mean_lead()
     );
     let full = run(1, true);
     assert!(

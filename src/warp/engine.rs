@@ -129,7 +129,7 @@ pub struct WarpConfig {
     /// contention differ.
     pub tvht_span: Option<u64>,
     /// The longest span in ticks a body flies as one TVHT record (see "Spans" in
-    /// [`super::entity`]; `None`: as far as its lead lets it, `Some(0)`: every tick written on
+    /// [`super::entity`]; `None`: as far as the window past the GVT, `Some(0)`: every tick written on
     /// its own). Frames are the same for any; only speed differs.
     pub max_span: Option<u64>,
     /// With contact groups: whether a group may fall asleep ([`Rules::sleep`], `--sleep`).
