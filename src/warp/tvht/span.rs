@@ -185,8 +185,14 @@ fn candidate_ticks(
     }
 }
 
+/// Windows shorter than this many ticks are refined without comparing the boxes of the two
+/// sweeps over them: there two sweeps cost more than the few per-tick tests they could save
+/// (measured in `docs/results.md`).
+const SWEEP_TICKS: u64 = 32;
+
 /// [`candidate_ticks`]'s `near` for a span of `me` (flying from `anchor`) and a record `o`:
-/// the ticks where the flight cannot tell them apart, if their boxes over those overlap.
+/// the ticks where the flight cannot tell them apart, if their boxes over those overlap (for
+/// a window of at least [`SWEEP_TICKS`]).
 fn near_of<'a>(
     flight: &'a dyn Flight,
     (me, anchor): (BodyId, &'a Anchor),
@@ -196,6 +202,9 @@ fn near_of<'a>(
         let Some((l, h)) = flight.near_ticks((me, Motion::Flying(anchor)), o.motion(), l, h) else {
             return Near::Apart;
         };
+        if h - l < SWEEP_TICKS {
+            return Near::Within(l, h);
+        }
         match (flight.sweep(me, anchor, l, h), o.sweep(flight, l, h)) {
             (Some(x), Some(y)) if !x.overlaps(&y) => Near::Apart,
             (Some(_), Some(_)) => Near::Within(l, h),
