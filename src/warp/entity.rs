@@ -862,9 +862,9 @@ impl Entity {
         }
         let from = lvt + 1;
         let spin = a.angular_velocity.length();
-        // The box of the span of `len` ticks, if it flies clear of the static bodies (a group
-        // of one: in flight throughout) and covers at most `SPAN_CELLS` cells.
-        let fits = |len: u64| {
+        // The box of the span of `len` ticks and the cells it covers, if it flies clear of the
+        // static bodies (a group of one: in flight throughout).
+        let probe = |len: u64| {
             let sweep = rules.span(me, &anchor, from, lvt + len);
             let aabb = rules.span_aabb(&sweep);
             let clear = if self.grouped {
@@ -873,26 +873,32 @@ impl Entity {
             } else {
                 rules.span_clear_of_statics(&sweep)
             };
-            let few = || {
-                env.tvht
-                    .cells_of(self.id, &aabb)
-                    .is_ok_and(|c| c <= SPAN_CELLS)
-            };
-            (clear && few()).then_some(aabb)
+            clear
+                .then(|| env.tvht.cells_of(self.id, &aabb).ok())
+                .flatten()
+                .map(|cells| (aabb, cells))
         };
+        let fits = |len: u64, limit: u64| probe(len).filter(|p| p.1 <= limit).map(|p| p.0);
         // The longest that fits, within an eighth: a longer span fits only if a shorter one
         // does, so a body short of a wall or the floor flies up to it in one span (halving,
-        // it took one span per halving) and one that cannot fly at all costs two tests.
-        let aabb = match fits(len) {
+        // it took one span per halving) and one that cannot fly at all costs two tests. At
+        // most `SPAN_CELLS` cells, or twice those of its shortest span if that covers more
+        // (a body large for its cells, or far out, where the f32 slack of a sweep is wide):
+        // there any span covers that many, and ticks one by one would cost more.
+        let aabb = match fits(len, SPAN_CELLS) {
             Some(b) => b,
             None => {
-                let Some(mut best) = fits(MIN_SPAN) else {
+                let Some((mut best, cells)) = probe(MIN_SPAN) else {
                     return Ok(false);
                 };
+                let limit = SPAN_CELLS.max(2 * cells);
                 let (mut lo, mut hi) = (MIN_SPAN, len);
+                if let Some(b) = fits(len, limit).filter(|_| limit > SPAN_CELLS) {
+                    (lo, best) = (len, b);
+                }
                 while hi - lo > 1 + lo / 8 {
                     let mid = lo + (hi - lo) / 2;
-                    match fits(mid) {
+                    match fits(mid, limit) {
                         Some(b) => (lo, best) = (mid, b),
                         None => hi = mid,
                     }
