@@ -55,15 +55,17 @@
 //!   refines a pair by narrowing and halving their common interval). `L` is the longest that
 //!   fits: at most the window past the GVT (not only the entity's reach: a span costs one
 //!   record however long, and a rollback cuts it in one section) and the run's `max_span`,
-//!   and within an eighth of the longest whose box covers at most [`SPAN_CELLS`] cells and
-//!   clears the static bodies; under [`MIN_SPAN`] ticks the body steps tick by tick. (No
-//!   shorter limit after a contact or a rollback: Koenig's dynamic step size shrinks a step
-//!   that went wrong, but here a span costs per span, not per tick, and a cut one costs a
-//!   section, so a limit that fell after each stop and doubled back after each success only
-//!   multiplied the spans, by half in `bouncing`; see `docs/results.md`.) Only a matter of speed: the state at a tick is `flight(anchor, tick)` either
-//!   way. Its timeline keeps the span as one segment ([`Timeline::push_span`]); a rollback into
-//!   it cuts the record at the rollback tick ([`Tvht::cut_span`]) and gets back the contacts of
-//!   the ticks it removed, as a delete does.
+//!   and within an eighth of the longest whose box covers at most [`SPAN_CELLS`] cells (or
+//!   twice the cells of its shortest span, if those are more) and clears the static bodies;
+//!   under [`MIN_SPAN`] ticks the body steps tick by tick. There is no shorter limit after a
+//!   contact or a rollback: Koenig's dynamic step size shrinks a step that went wrong, but
+//!   here a span costs per span, not per tick, and a cut one costs a section, so a limit
+//!   that fell after each stop and doubled back after each success only multiplied the spans
+//!   (see `docs/results.md`). Only a matter of speed: the state at a tick is
+//!   `flight(anchor, tick)` either way. Its timeline keeps the span as one segment
+//!   ([`Timeline::push_span`]); a rollback into it cuts the record at the rollback tick
+//!   ([`Tvht::cut_span`]) and gets back the contacts of the ticks it removed, as a delete
+//!   does.
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick
@@ -133,7 +135,9 @@ pub const SPECULATION_LEAD: u64 = 16;
 pub const MIN_SPAN: u64 = 4;
 
 /// A span's box covers at most this many TVHT cells (its record is copied into the bucket of
-/// each): a longer span of a fast body is cut until it fits.
+/// each): a longer span of a fast body is cut until it fits. A body whose shortest span
+/// covers more (large for its cells, or far from the origin, where a sweep's f32 slack is
+/// wide) may cover twice what its shortest span does.
 pub const SPAN_CELLS: u64 = 8;
 
 /// A group born of a change not yet committed steps at most this many ticks past its birth
