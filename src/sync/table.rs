@@ -225,6 +225,23 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
         Table { slots, class }
     }
 
+    /// A table of `len` slots guarded by `backend`, every slot holding `value`, whose sections
+    /// are counted under `class`. Under the STM the slots share one allocation of `value`
+    /// until each is first written (a write installs a new value; none is changed in place),
+    /// so a large table of empty buckets costs one pointer per slot to build, not one value.
+    pub fn filled(backend: Backend, len: usize, class: Class, value: T) -> Self {
+        let slots = match backend {
+            #[cfg(feature = "stm")]
+            Backend::Stm => {
+                let shared = Arc::new(value);
+                Slots::Stm((0..len).map(|_| TVar::new(Arc::clone(&shared))).collect())
+            }
+            #[cfg(feature = "locks")]
+            Backend::Locks => Slots::Locks((0..len).map(|_| Mutex::new(value.clone())).collect()),
+        };
+        Table { slots, class }
+    }
+
     /// The class its sections are counted under.
     pub fn class(&self) -> Class {
         self.class
@@ -270,23 +287,6 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
 
     /// The section behind [`Table::section`]: always, but in a test-only `cfg(timewarp_broken)`
     /// build with `TIMEWARP_BROKEN=unguarded_sections` (see `sync::broken`).
-    /// A table of `len` slots guarded by `backend`, every slot holding `value`, whose sections
-    /// are counted under `class`. Under the STM the slots share one allocation of `value`
-    /// until each is first written (a write installs a new value; none is changed in place),
-    /// so a large table of empty buckets costs one pointer per slot to build, not one value.
-    pub fn filled(backend: Backend, len: usize, class: Class, value: T) -> Self {
-        let slots = match backend {
-            #[cfg(feature = "stm")]
-            Backend::Stm => {
-                let shared = Arc::new(value);
-                Slots::Stm((0..len).map(|_| TVar::new(Arc::clone(&shared))).collect())
-            }
-            #[cfg(feature = "locks")]
-            Backend::Locks => Slots::Locks((0..len).map(|_| Mutex::new(value.clone())).collect()),
-        };
-        Table { slots, class }
-    }
-
     fn guarded_section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
         let mut sorted = Small::new();
         sort_keys(keys, self.len(), &mut sorted);
