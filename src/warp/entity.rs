@@ -877,9 +877,12 @@ impl Entity {
             } else {
                 rules.span_clear_of_statics(&sweep)
             };
-            clear
-                .then(|| env.tvht.cells_of(self.id, &aabb).ok())
-                .flatten()
+            if !clear {
+                return None;
+            }
+            env.tvht
+                .cells_of(self.id, &aabb)
+                .ok()
                 .map(|cells| (aabb, cells))
         };
         let fits = |len: u64, limit: u64| probe(len).filter(|p| p.1 <= limit).map(|p| p.0);
@@ -897,7 +900,10 @@ impl Entity {
                 };
                 let limit = SPAN_CELLS.max(2 * cells);
                 let (mut lo, mut hi) = (MIN_SPAN, len);
-                if let Some(b) = fits(len, limit).filter(|_| limit > SPAN_CELLS) {
+                // (`len` failed at `SPAN_CELLS`: only a wider limit can take it whole.)
+                if limit > SPAN_CELLS
+                    && let Some(b) = fits(len, limit)
+                {
                     (lo, best) = (len, b);
                 }
                 while hi - lo > 1 + lo / 8 {
