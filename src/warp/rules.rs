@@ -719,11 +719,12 @@ impl Rules {
         let nearest = (d0 + d1 * s_near).length() - d2.length() * span * span;
         let magnitude = size_a.max(size_b);
         let reach = ra + rb + fastest * dt + 2.0 * f64::from(AABB_MARGIN);
-        if nearest > reach + APART_SLACK * magnitude + 1e-4 {
+        let within = reach + APART_SLACK * magnitude + 1e-4;
+        if nearest > within {
             return None;
         }
         // a s^2 + 2 b s + c <= 0, with the stable pair of roots.
-        let r = reach + APART_SLACK * magnitude + 1e-4 + d2.length() * span * span;
+        let r = within + d2.length() * span * span;
         let (qa, qb, qc) = (ll, d0.dot(d1), d0.length_squared() - r * r);
         // (Too slight, or not a number: the whole interval.)
         if qa * span * span <= 1e-12 * r * r || qa.is_nan() || r.is_nan() {

@@ -446,12 +446,12 @@ impl Tvht {
             swept: AtomicU64::new(0),
             flight: None,
             refined: [AtomicU64::new(0), AtomicU64::new(0)],
-            marked: (0..if config.sleep_records {
-                config.buckets
-            } else {
-                0
-            })
-                .map(|_| std::sync::atomic::AtomicU64::new(0))
+            marked: std::iter::repeat_with(|| std::sync::atomic::AtomicU64::new(0))
+                .take(if config.sleep_records {
+                    config.buckets
+                } else {
+                    0
+                })
                 .collect(),
         })
     }
