@@ -867,6 +867,27 @@ mod tests {
     };
     use std::sync::mpsc;
 
+    /// Runs `scenario` (on fresh variables each time) until one run's transaction is not
+    /// aborted by an irrevocable transaction of a test running beside this one, which aborts
+    /// every commit while it runs (cause `Irrevocable`, even on this test's own variables: it
+    /// failed so in CI and at 8 test threads) and so shows nothing of what the test checks.
+    /// `scenario` returns its transaction's result and the checks of that run, which are then
+    /// made for the first run not so aborted.
+    fn unless_irrevocable<R, C: FnOnce(Result<R, crate::StmError>)>(
+        mut scenario: impl FnMut() -> (Result<R, crate::StmError>, C),
+    ) {
+        for _ in 0..100 {
+            let (r, check) = scenario();
+            if !r
+                .as_ref()
+                .is_err_and(|e| e.cause() == AbortCause::Irrevocable)
+            {
+                return check(r);
+            }
+        }
+        panic!("100 attempts were all aborted by irrevocable transactions of other tests");
+    }
+
     #[test]
     fn reads_see_own_writes_and_commit_publishes() {
         let a = TVar::new(String::from("a"));
@@ -919,11 +940,7 @@ mod tests {
 
     #[test]
     fn commit_validation_catches_an_overwritten_read() {
-        // As in `a_snapshot_is_extended_when_nothing_read_has_changed`: an irrevocable
-        // transaction of another test aborts this commit before its validation (cause
-        // `Irrevocable`; seen at 8 test threads), so the scenario runs again on fresh
-        // variables, and every check holds for the first attempt not so aborted.
-        for _ in 0..100 {
+        unless_irrevocable(|| {
             let x = TWord::new(0u64);
             let z = TWord::new(0u64);
             let before = thread_stats();
@@ -935,18 +952,13 @@ mod tests {
                 tx.write(&z, v + 1)
             });
             assert_eq!(z.load(), 0, "an aborted commit writes nothing");
-            if r.as_ref()
-                .is_err_and(|e| e.cause() == AbortCause::Irrevocable)
-            {
-                continue;
-            }
-            assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::CommitValidation));
-            let d = thread_stats().since(&before);
-            assert_eq!(d.aborts_commit_validation, 1);
-            assert_eq!(d.commits, 0);
-            return;
-        }
-        panic!("100 attempts were all aborted by irrevocable transactions of other tests");
+            (r, move |r: Result<(), _>| {
+                assert_eq!(r.map_err(|e| e.cause()), Err(AbortCause::CommitValidation));
+                let d = thread_stats().since(&before);
+                assert_eq!(d.aborts_commit_validation, 1);
+                assert_eq!(d.commits, 0);
+            })
+        });
     }
 
     #[test]
@@ -975,11 +987,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_is_extended_when_nothing_read_has_changed() {
-        // An irrevocable transaction of a test running beside this one aborts every commit
-        // while it runs (cause `Irrevocable`, even on this test's own variables; it failed so
-        // once in CI): such an attempt shows nothing of extension, so the scenario runs again
-        // on fresh variables, and every check holds for the first attempt not so aborted.
-        for _ in 0..100 {
+        unless_irrevocable(|| {
             let x = TWord::new(1u64);
             let y = TWord::new(2u64);
             let z = TVar::new(0u64);
@@ -996,19 +1004,14 @@ mod tests {
                 tx.write(&z, a + b)?;
                 Ok((a, b))
             });
-            if r.as_ref()
-                .is_err_and(|e| e.cause() == AbortCause::Irrevocable)
-            {
-                continue;
-            }
-            assert_eq!(r, Ok((1, 20)));
-            assert_eq!(z.load(), 21);
-            let d = thread_stats().since(&before);
-            assert_eq!(d.extensions, 1);
-            assert_eq!(d.commits, 1);
-            return;
-        }
-        panic!("100 attempts were all aborted by irrevocable transactions of other tests");
+            (r, move |r| {
+                assert_eq!(r, Ok((1, 20)));
+                assert_eq!(z.load(), 21);
+                let d = thread_stats().since(&before);
+                assert_eq!(d.extensions, 1);
+                assert_eq!(d.commits, 1);
+            })
+        });
     }
 
     #[test]
