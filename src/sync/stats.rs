@@ -1,8 +1,9 @@
 //! Section statistics for the run summary, cheap enough to leave on.
 //!
 //! Every critical section adds to a few counters: sections run, attempts (an STM section that
-//! aborted and re-ran counts each run; a lock section is one attempt), keys named, and mutexes
-//! taken by the lock backend. Like the STM crate's own counters, they must not add contention
+//! aborted and re-ran counts each run; a lock section is one attempt; kept as the runs beyond
+//! each section's first, so that a snapshot taken while other threads add never shows fewer
+//! attempts than sections), keys named, and mutexes taken by the lock backend. Like the STM crate's own counters, they must not add contention
 //! to what they measure, so they are striped: each thread adds to one of [`STRIPES`]
 //! cache-padded blocks, chosen once per thread, and [`stats`] sums the blocks. The STM's own
 //! commit and abort counts come from `timewarp_stm::stats()` (process-wide) and are attached to
@@ -66,7 +67,10 @@ impl Class {
 }
 
 const SECTIONS: usize = 0;
-const ATTEMPTS: usize = 1;
+/// Attempts beyond the first of each section (aborted and re-run): a snapshot's attempts are
+/// its sections plus these, so no snapshot, and no difference of two, has fewer attempts than
+/// sections, whatever additions of other threads it caught half done.
+const RETRIES: usize = 1;
 const KEYS: usize = 2;
 const LOCKS: usize = 3;
 const N: usize = 4;
@@ -91,7 +95,7 @@ pub(crate) fn add_section(class: Class, attempts: u64, keys: u64, locks: u64) {
     let s = STRIPE.try_with(|s| *s).unwrap_or(0);
     let b = &BLOCKS[s][class.index()];
     b[SECTIONS].fetch_add(1, Ordering::Relaxed);
-    b[ATTEMPTS].fetch_add(attempts, Ordering::Relaxed);
+    b[RETRIES].fetch_add(attempts.saturating_sub(1), Ordering::Relaxed);
     b[KEYS].fetch_add(keys, Ordering::Relaxed);
     if locks != 0 {
         b[LOCKS].fetch_add(locks, Ordering::Relaxed);
@@ -260,7 +264,7 @@ pub fn stats() -> SyncStats {
     }
     let by_class = ByClass(c.map(|r| ClassStats {
         sections: r[SECTIONS],
-        attempts: r[ATTEMPTS],
+        attempts: r[SECTIONS].wrapping_add(r[RETRIES]),
         keys: r[KEYS],
         lock_acquisitions: r[LOCKS],
     }));
