@@ -103,6 +103,7 @@ fn bench_warp(c: &mut Criterion) {
         tvht_span: None,
         max_span: None,
         sleep: true,
+        group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

@@ -86,13 +86,14 @@ use crate::warp::rules::Anchor;
 /// The first bytes of every checkpoint file.
 pub const SIGNATURE: [u8; 8] = *b"TWARPCKP";
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format this build reads. Version 2 added the warp engine's state with contact
 /// groups ([`EngineState::WarpGroups`]); version 3 the bodies' `rolling_resistance` (a field of
 /// every body of the saved scene), the frame engine contacts' impact flag and the warp
-/// engine's anchors; version 4 the warp engine's `--sleep` setting. Older payloads no longer
-/// decode and are refused by their version.
-pub const OLDEST_VERSION: u32 = 4;
+/// engine's anchors; version 4 the warp engine's `--sleep` setting; version 5 the contact
+/// groups' solver substeps (each island's substep in progress and the run's
+/// `--group-substep`). Older payloads no longer decode and are refused by their version.
+pub const OLDEST_VERSION: u32 = 5;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 28;
 
@@ -111,12 +112,15 @@ pub enum EngineState {
     },
     /// The warp engine with contact groups: the same states, and the islands of the groups
     /// alive at the frame's tick as they stand before its rules (bodies, timers, sleep flag,
-    /// warm-start impulses; [`crate::warp::island_log`]), ordered by smallest body; `sleep`
-    /// whether groups may fall asleep ([`crate::warp::WarpConfig::sleep`], `--sleep`).
+    /// warm-start impulses, substep in progress; [`crate::warp::island_log`]), ordered by
+    /// smallest body; `sleep` whether groups may fall asleep
+    /// ([`crate::warp::WarpConfig::sleep`], `--sleep`); `group_substep` the island solver's
+    /// substep in ticks ([`crate::warp::WarpConfig::group_substep`], `--group-substep`).
     WarpGroups {
         states: Vec<BodyState>,
         islands: Vec<Island>,
         sleep: bool,
+        group_substep: u64,
     },
 }
 
@@ -139,6 +143,14 @@ impl EngineState {
         match self {
             EngineState::Frame(snap) => snap.sleep(),
             EngineState::Warp { sleep, .. } | EngineState::WarpGroups { sleep, .. } => *sleep,
+        }
+    }
+
+    /// The contact groups' solver substep in ticks, for a run with contact groups.
+    pub fn group_substep(&self) -> Option<u64> {
+        match self {
+            EngineState::WarpGroups { group_substep, .. } => Some(*group_substep),
+            _ => None,
         }
     }
 }
@@ -362,8 +374,18 @@ impl Checkpoint {
                 states,
                 islands,
                 sleep,
+                group_substep,
             } => {
                 self.check_states(states)?;
+                if !(group_substep.is_power_of_two()
+                    && *group_substep <= crate::run::MAX_GROUP_SUBSTEP)
+                {
+                    return Err(format!(
+                        "the saved group substep of {group_substep} ticks is not a power of two \
+                         from 1 to {}",
+                        crate::run::MAX_GROUP_SUBSTEP
+                    ));
+                }
                 check_islands(islands, states.len())?;
                 if let Some(isl) = islands.iter().find(|i| i.asleep && !sleep) {
                     return Err(format!(
@@ -451,6 +473,20 @@ fn check_islands(islands: &[Island], bodies: usize) -> Result<(), String> {
                 .any(|(_, m)| m.count as usize > m.points.len())
         {
             return Err(format!("island {:?} carries a broken contact", isl.bodies));
+        }
+        if let Some(sub) = &isl.substep {
+            let from = isl.anchors.first().map_or(0, |a| a.tick);
+            let finite = sub
+                .moves
+                .iter()
+                .all(|m| m.position.is_finite() && m.rotation.is_finite());
+            if sub.moves.len() != isl.bodies.len()
+                || !finite
+                || isl.anchors.iter().any(|a| a.tick != from)
+                || sub.until <= from
+            {
+                return Err(format!("island {:?} carries a broken substep", isl.bodies));
+            }
         }
     }
     check_partition(islands, bodies)

@@ -100,6 +100,10 @@ pub struct RunOptions {
     /// [`crate::warp::WarpConfig::sleep`]) may fall asleep: `--sleep`, on by default. Off,
     /// nothing ever sleeps.
     pub sleep: bool,
+    /// Warp engine with contact groups: the island solver's substep in ticks
+    /// ([`crate::warp::WarpConfig::group_substep`]; `None`: the default,
+    /// [`crate::warp::group_rules::GROUP_SUBSTEP`]).
+    pub group_substep: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -118,6 +122,7 @@ impl Default for RunOptions {
             tvht_span: None,
             max_span: None,
             sleep: true,
+            group_substep: None,
         }
     }
 }
@@ -151,6 +156,8 @@ pub const MAX_FRAMES: u64 = 1 << 40;
 /// The longest TVHT time slice `--tvht-span` takes, in ticks (a bucket then holds a cell's
 /// entries over this many ticks; any power of two up to it gives the same frames).
 pub const MAX_TVHT_SPAN: u64 = 1024;
+/// The longest island solver substep `--group-substep` takes, in ticks (a frame of 1/60 s).
+pub const MAX_GROUP_SUBSTEP: u64 = 16;
 
 /// Frames in `seconds` of `world`: `round(seconds * ticks_per_second / frame_ticks)`.
 pub fn frame_count(world: &World, seconds: f64) -> Result<u64, RunError> {
@@ -263,6 +270,19 @@ pub fn run_scene_with(
              solves and sleeps by islands"
                 .into(),
         ));
+    }
+    if let Some(s) = options.group_substep {
+        if !options.groups {
+            return Err(RunError::Invalid(
+                "--group-substep is an option of the warp engine's contact groups (--groups on)"
+                    .into(),
+            ));
+        }
+        if !(s.is_power_of_two() && s <= MAX_GROUP_SUBSTEP) {
+            return Err(RunError::Invalid(format!(
+                "--group-substep must be a power of two from 1 to {MAX_GROUP_SUBSTEP} ticks, not {s}"
+            )));
+        }
     }
     if let Some(r) = resume {
         for (what, saved, asked) in [
@@ -447,6 +467,9 @@ fn run_warp_scene(
         }) => (Some(states.as_slice()), Some(islands.clone())),
         Some(_) => unreachable!("the engine kind was checked above"),
     };
+    let config_substep = options
+        .group_substep
+        .unwrap_or(crate::warp::group_rules::GROUP_SUBSTEP);
     // The engine's state at a frame: the states and what the engine handed out with them,
     // the islands of the contact groups (with their anchors), or, without groups, one island
     // per body carrying its anchor.
@@ -456,6 +479,7 @@ fn run_warp_scene(
                 states: states.to_vec(),
                 islands,
                 sleep: options.sleep,
+                group_substep: config_substep,
             }
         } else {
             EngineState::Warp {
@@ -475,6 +499,7 @@ fn run_warp_scene(
         tvht_span: options.tvht_span,
         max_span: options.max_span,
         sleep: options.sleep,
+        group_substep: config_substep,
     };
     // The engine's state at the last committed frame, for the final checkpoint (known only at
     // the frames the engine hands out islands for: with contact groups the groups, without

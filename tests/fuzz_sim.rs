@@ -233,6 +233,7 @@ fn simulate(
         tvht_span: None,
         max_span: None,
         sleep: true,
+        group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
     };
     warp_equals(&scene, config(false), end, &want)?;
 
@@ -361,6 +362,7 @@ fn the_last_committed_frame_is_never_lost() {
                     tvht_span: None,
                     max_span: None,
                     sleep: true,
+                    group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

@@ -35,6 +35,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     tvht_span: None,
                     max_span: None,
                     sleep: true,
+                    group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -100,6 +101,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             tvht_span: None,
             max_span: None,
             sleep: true,
+            group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -119,6 +121,7 @@ fn sink_errors_stop_the_run() {
         tvht_span: None,
         max_span: None,
         sleep: true,
+        group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -176,6 +179,7 @@ fn head_on_collision_swaps_velocities() {
             tvht_span: None,
             max_span: None,
             sleep: true,
+            group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
@@ -301,6 +305,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
             tvht_span: None,
             max_span: None,
             sleep: true,
+            group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
         };
         let (want, _) = warp_frames(&scene, plain, ticks);
         let want = bits(&want);

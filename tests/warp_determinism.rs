@@ -125,6 +125,7 @@ fn chaos_schedules_over_20_seeds_equal_the_reference() {
             // Nor the longest span a body flies as one record (0: tick by tick).
             max_span: Some([0, 4, 7, 64, u64::MAX][seed as usize / 5 % 5]),
             sleep: true,
+            group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
         };
         let mut got = Vec::new();
         let stats = run_warp(&scene, config, end, &mut |_, s| {

@@ -449,6 +449,7 @@ pub fn run_once(
         tvht_span: None,
         max_span: None,
         sleep: config.sleep,
+        group_substep: None,
     };
     let before = crate::sync::stats();
     let summary = run_scene(scene, &options, &mut Discard).map_err(|e| {

@@ -100,6 +100,15 @@ impl Manifold {
         }
     }
 
+    /// Scales the warm-start impulses of its points by `f` (an impulse over a substep of another
+    /// length: the warp engine's groups keep theirs per tick).
+    pub fn scale_impulses(&mut self, f: f32) {
+        for p in self.points_mut() {
+            p.normal_impulse *= f;
+            p.tangent_impulse *= f;
+        }
+    }
+
     /// Reverses the normal (the manifold then describes the pair in the other order).
     #[inline]
     fn flip(&mut self) {

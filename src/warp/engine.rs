@@ -136,6 +136,10 @@ pub struct WarpConfig {
     /// Off, no group ever sleeps or naps; the frames equal the grouped reference's with
     /// sleep off. Without contact groups nothing sleeps either way.
     pub sleep: bool,
+    /// With contact groups: the island solver's substep in ticks ([`Rules::group_substep`],
+    /// `--group-substep`; rule 4 of [`super::group_rules`]). Committed frames depend on it; the
+    /// grouped reference with the same substep is what they equal.
+    pub group_substep: u64,
 }
 
 impl Default for WarpConfig {
@@ -151,6 +155,7 @@ impl Default for WarpConfig {
             tvht_span: None,
             max_span: None,
             sleep: true,
+            group_substep: super::group_rules::GROUP_SUBSTEP,
         }
     }
 }
@@ -1094,6 +1099,7 @@ pub fn run_warp_from_with(
 ) -> Result<WarpStats, String> {
     let rules = Rules {
         sleep: config.sleep,
+        group_substep: config.group_substep,
         ..Rules::new(scene)?
     };
     let start_tick = from.tick;

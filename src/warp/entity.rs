@@ -102,8 +102,8 @@
 //!   under a new tag.
 
 use super::group_rules::{
-    Island, PairKey, SPLIT_TICKS, edges, fuses, group_manifolds, overlapping_pairs, span_in_flight,
-    step_island_with,
+    Island, PairKey, SPLIT_TICKS, apart_after, edges, fuses, group_manifolds, overlapping_pairs,
+    span_in_flight, step_island_with,
 };
 use super::groups::components;
 use super::island_log::IslandLog;
@@ -851,6 +851,7 @@ impl Entity {
             let isl = self.line.island(lvt);
             if self.bodies.len() != 1
                 || isl.asleep
+                || !isl.due()
                 || isl.rest_ticks != 0
                 || !isl.warm.is_empty()
                 || self.contacts_at(lvt).next().is_some()
@@ -1028,15 +1029,24 @@ impl Entity {
             if work.asleep && !kicked {
                 self.stats.asleep_ticks += 1;
             } else {
-                touched = true;
                 if work.asleep {
                     work.asleep = false;
                     work.rest_ticks = 0;
                 }
-                let m = contacts
-                    .unwrap_or_else(|| group_manifolds(rules, &work.bodies, &cur, &work.warm));
-                step_island_with(rules, &mut work, t, &mut cur, &mut kicks, m)
-                    .map_err(|e| format!("at tick {}: {e}", t + 1))?;
+                if !work.due() && !kicked {
+                    // Inside a substep (rule 4): the island changes only at its last tick.
+                    work.glide(t, &mut cur);
+                    touched |= work.due();
+                    work.doze(rules, t + 1, &cur);
+                } else {
+                    touched = true;
+                    let m = contacts.unwrap_or_else(|| {
+                        let ticks = rules.substep_at(t);
+                        group_manifolds(rules, &work.bodies, &cur, &work.warm, ticks)
+                    });
+                    step_island_with(rules, &mut work, t, &mut cur, &mut kicks, m)
+                        .map_err(|e| format!("at tick {}: {e}", t + 1))?;
+                }
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
                     *b = rules.aabb(body as usize, s);
                 }
@@ -1121,7 +1131,8 @@ impl Entity {
 
     /// Rule 1 at `t` for a group whose island at `t` is `isl` and bodies are at `cur`: its
     /// split timer after `t` (None where the rule does not apply: at the group's birth tick,
-    /// asleep, or a single body), and its contacts at `t`. It splits at `t` when the timer
+    /// asleep, inside a substep, or a single body), and its contacts at `t` for the substep
+    /// from `t`. It splits at `t` when the timer
     /// reaches [`SPLIT_TICKS`].
     fn split_timer(
         &self,
@@ -1130,12 +1141,12 @@ impl Entity {
         isl: &Island,
         cur: &[BodyState],
     ) -> Option<(u32, Vec<(PairKey, Manifold)>)> {
-        if t <= self.birth || isl.asleep || self.bodies.len() < 2 {
+        if t <= self.birth || isl.asleep || self.bodies.len() < 2 || !isl.due() {
             return None;
         }
-        let m = group_manifolds(rules, &self.bodies, cur, &isl.warm);
-        let apart = components(&self.bodies, &edges(&m)).len() > 1;
-        Some((if apart { isl.apart_ticks + 1 } else { 0 }, m))
+        let m = group_manifolds(rules, &self.bodies, cur, &isl.warm, rules.substep_at(t));
+        let parts = components(&self.bodies, &edges(&m)).len();
+        Some((apart_after(rules, isl.apart_ticks, t, &m, parts), m))
     }
 
     /// Rule 2 at `t`: the other sides of the known contacts at `t` that fuse with this group.

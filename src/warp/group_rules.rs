@@ -11,13 +11,15 @@
 //!
 //! At every tick `k` (after the run's first), in this order:
 //!
-//! 1. **Fission**, deferred (Box2D's split): an awake group of several bodies finds its
-//!    contacts at `k` (the narrow phase within the group and with the static bodies, down to a
-//!    gap of [`GROUP_MARGIN`]). While its touching pairs do not connect its bodies it is
-//!    *flagged may-split*; once they have not for [`SPLIT_TICKS`] ticks in a row, it splits
-//!    into the connected components at `k`. (Bodies that tumble over each other touch and part
-//!    many times a second; splitting at the first parting made a group change for nearly every
-//!    such touch: 2,408 fissions and 2,610 fusions in 20 s of `avalanche` 300.)
+//! 1. **Fission**, deferred (Box2D's split): an awake group of several bodies that is *due* at
+//!    `k` (not inside a substep, rule 4) finds its contacts at `k` (the narrow phase within the
+//!    group and with the static bodies, down to a gap of [`GROUP_MARGIN`] plus the substep's
+//!    reach). While its touching pairs do not connect its bodies it is *flagged may-split*, and
+//!    each such finding adds the ticks until it is due again (the substep's, one in flight);
+//!    once it has been apart for [`SPLIT_TICKS`] ticks in a row, it splits into the connected
+//!    components at `k`. (Bodies that tumble over each other touch and part many times a
+//!    second; splitting at the first parting made a group change for nearly every such touch:
+//!    2,408 fissions and 2,610 fusions in 20 s of `avalanche` 300.)
 //! 2. **Fusion**: two bodies of different groups, not both asleep, that are *in contact* at `k`
 //!    by rule 2 of [`super::rules`] with an approach speed below [`FUSE_SPEED`] fuse their
 //!    groups (transitively: the groups joined by such contacts become one). Faster contacts
@@ -25,22 +27,37 @@
 //!    meets within the tick rather than touching at it (an *impact*, rule 2 of
 //!    [`super::rules`]) while moving at [`FUSE_SPEED`] or faster relative to each other: a
 //!    grazing pass approaches slowly along its normal, but it is a collision, not a rest.
+//!    A new group is due at once.
 //! 3. **Kicks** between groups at `k` from the pre-event states, as for single bodies, except
 //!    between two bodies that were both asleep at `k` (before rules 1 and 2: the flag is
 //!    written with the state, as the TVHT entries of the warp engine carry it); a sleeping
 //!    group that is kicked wakes.
-//! 4. **Step**: a group adds its kicks to its bodies' velocities (canonical order), then solves
-//!    its own contacts and its static contacts for one tick with the island solver (one substep
-//!    of one tick, with the bodies' rolling resistance mixed per contact as the larger of the
-//!    two, Box2D v3's rule), warm-started
-//!    from its impulses of the tick before. A group with no contact at all (a body in flight)
-//!    moves by rules 3 and 4 of [`super::rules`]: kicks, then free flight. A sleeping group does
-//!    not move at all.
+//! 4. **Step in substeps.** A group solves its contacts in *substeps* of [`Rules::substep_at`]
+//!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, one tick
+//!    from any other tick, so that every group's substeps are aligned to absolute multiples of
+//!    `S` whenever it was born (a 60 Hz engine with 4 solver substeps solves at 240 Hz; `S = 4`
+//!    ticks of 1/960 s is the same rate). A due or kicked group at `k` adds its kicks to its
+//!    bodies' velocities (canonical order), then solves its own contacts and its static
+//!    contacts for the `L` ticks of the substep from `k` with the island solver (one solver
+//!    substep of `L` ticks, with the bodies' rolling resistance mixed per contact as the larger
+//!    of the two, Box2D v3's rule), warm-started from its impulses of the substep before
+//!    (impulses are kept per tick and scaled by `L`: an impulse is a force over the substep).
+//!    The solver moves each body by `dp` and turns it by `dq` over the substep and leaves it
+//!    with velocities `v`, `w`; at tick `k + n`, `0 < n <= L`, the body is at `p + dp n / L`,
+//!    turned by the normalised interpolation of the identity and `dq` at `n / L` (`dq` itself
+//!    at `n = L`), with velocities `v`, `w` ([`Substep`]): the substep's start pose carried by
+//!    its solved motion, one pure rule, so other entities meet the group's bodies at their tick.
+//!    In between, the group is *inside the substep* and does nothing at `k + n` unless it is
+//!    kicked there, or changes group; a kick inside the substep ends it, and the group solves
+//!    again from that tick (one-tick substeps up to the next multiple of `S`). A group with no
+//!    contact at all (a body in flight) moves by rules 3 and 4 of [`super::rules`]: kicks, then
+//!    free flight, and is due again at the next tick. A sleeping group does not move at all.
 //! 5. **Sleep**: a group whose bodies all stay slower than [`SLEEP_SPEED`] (counting the speed
-//!    their spin gives their farthest point) for [`TIME_TO_SLEEP`] falls asleep; waking (a fusion with an awake group,
-//!    a kick) resets its timer. Waking propagates through touching bodies because touching,
-//!    slow bodies are one group. With sleep off ([`Rules::sleep`], `--sleep off`) the timer
-//!    never runs and no group ever sleeps.
+//!    their spin gives their farthest point) at the end of each of its substeps (each adds its
+//!    ticks) for [`TIME_TO_SLEEP`] falls asleep when it is next due; waking (a fusion with an
+//!    awake group, a kick) resets its timer. Waking propagates through touching bodies because
+//!    touching, slow bodies are one group. With sleep off ([`Rules::sleep`], `--sleep off`)
+//!    the timer never runs and no group ever sleeps.
 //!
 //! The groups at the first tick of a fresh run are the fusion of the single bodies by rule 2 at
 //! that tick ([`initial_islands`]); a resumed run takes them from its checkpoint. So no group
@@ -56,9 +73,17 @@ use crate::dynamics::{
 };
 use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
 use crate::scene::{Shape, mix_friction, mix_restitution, mix_rolling_resistance};
+use glam::{Quat, Vec3};
 
 /// A group splits once its bodies have been disconnected this many ticks in a row (one frame).
 pub const SPLIT_TICKS: u32 = 16;
+/// The island solver's substep in ticks ([`Rules::group_substep`], rule 4): 4 ticks of
+/// 1/960 s, the 240 Hz of a 60 Hz engine with 4 solver substeps.
+pub const GROUP_SUBSTEP: u64 = 4;
+/// The island solver cuts a group's substep into solver substeps of at most this many ticks
+/// (480 Hz): at one solver substep per 4 ticks (240 Hz) the pile of `avalanche` 300 crept down
+/// its ramp and was still awake after 30 s, as the frame engine's at 240 Hz is after 20 s.
+pub const SOLVER_TICKS: u64 = 2;
 /// Contacts approaching slower than this (m/s) fuse their groups.
 pub const FUSE_SPEED: f32 = 0.5;
 /// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
@@ -91,9 +116,54 @@ pub struct Island {
     /// Its contacts of the last step with their impulses (the warm start), by key.
     pub warm: Vec<(PairKey, Manifold)>,
     /// Each body's anchor (rule 4 of [`super::rules`]), in the order of `bodies`: the one its
-    /// pre-event state at this tick flies from. A step of the solver, a kick and a change of
-    /// group make new ones; falling asleep anchors the bodies where they stop.
+    /// pre-event state at this tick flies from, or, inside a substep, the substep's start pose
+    /// with its solved velocities. A step of the solver, a kick and a change of group make new
+    /// ones; falling asleep anchors the bodies where they stop.
     pub anchors: Vec<Anchor>,
+    /// The solver substep it is inside (rule 4), if any: then its anchors are at the
+    /// substep's first tick, and it stands at a tick before `until`. `None`: due.
+    pub substep: Option<Substep>,
+}
+
+/// A solver substep in progress (rule 4 of the module): the island solved its contacts at its
+/// anchors' tick `k0` for the ticks `k0 + 1 ..= until`; body `i` moves from its anchor's pose
+/// by `moves[i]` over them, with its anchor's velocities (the solved ones).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Substep {
+    pub until: Tick,
+    pub moves: Vec<Move>,
+}
+
+/// What the solver did to one body over a substep: moved it by `position`, turned it by
+/// `rotation` (applied before its start rotation).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Move {
+    pub position: Vec3,
+    pub rotation: Quat,
+}
+
+impl Move {
+    /// The state at tick `k0 + n` (`0 < n <= len`) of a body whose substep of `len` ticks
+    /// started at `anchor` (at `k0`, with the solved velocities): the share `n / len` of the
+    /// move, the whole of it at `n = len` (the solver's end state bit for bit).
+    #[inline]
+    pub fn state(&self, anchor: &BodyState, n: u64, len: u64) -> BodyState {
+        debug_assert!(n > 0 && n <= len);
+        let (position, turn) = if n == len {
+            (anchor.position + self.position, self.rotation)
+        } else {
+            let f = n as f32 / len as f32;
+            (
+                anchor.position + self.position * f,
+                Quat::IDENTITY.lerp(self.rotation, f),
+            )
+        };
+        BodyState {
+            position,
+            rotation: (turn * anchor.rotation).normalize(),
+            ..*anchor
+        }
+    }
 }
 
 impl Island {
@@ -106,6 +176,8 @@ impl Island {
         self.rest_ticks == before.rest_ticks
             && self.apart_ticks == before.apart_ticks
             && self.asleep == before.asleep
+            && self.substep.is_none()
+            && before.substep.is_none()
             && self.warm.is_empty()
             && before.warm.is_empty()
             && self
@@ -124,7 +196,50 @@ impl Island {
             asleep: false,
             warm: Vec::new(),
             anchors: vec![anchor],
+            substep: None,
         }
+    }
+
+    /// Whether it is due at the tick it stands at: not inside a substep (rule 4).
+    #[inline]
+    pub fn due(&self) -> bool {
+        self.substep.is_none()
+    }
+
+    /// Its bodies' states at tick `k + 1` inside its substep (rule 4), into `states` (in the
+    /// order of `bodies`). At the substep's last tick it is due again: anchored there.
+    pub fn glide(&mut self, k: Tick, states: &mut [BodyState]) {
+        let sub = self.substep.as_ref().expect("inside a substep");
+        let k0 = self.anchors[0].tick;
+        debug_assert!(k0 <= k && k < sub.until);
+        let (n, len) = (k + 1 - k0, sub.until - k0);
+        for ((s, a), m) in states.iter_mut().zip(&self.anchors).zip(&sub.moves) {
+            *s = m.state(&a.state, n, len);
+        }
+        if k + 1 == sub.until {
+            self.substep = None;
+            for (a, s) in self.anchors.iter_mut().zip(states.iter()) {
+                *a = Anchor::at(k + 1, *s);
+            }
+        }
+    }
+
+    /// Rule 5 at tick `k` for an island standing there at `states` after its step: once due
+    /// with rest enough, it falls asleep where its bodies are. Returns whether it did.
+    pub fn doze(&mut self, rules: &Rules, k: Tick, states: &[BodyState]) -> bool {
+        // (`ticks_to_sleep` is at least 1: a moving island need not work it out.)
+        if self.asleep
+            || !self.due()
+            || self.rest_ticks == 0
+            || self.rest_ticks < ticks_to_sleep(rules)
+        {
+            return false;
+        }
+        self.asleep = true;
+        for (a, s) in self.anchors.iter_mut().zip(states) {
+            *a = Anchor::at(k, *s);
+        }
+        true
     }
 }
 
@@ -154,9 +269,9 @@ pub fn ticks_to_sleep(rules: &Rules) -> u64 {
 }
 
 /// The contacts of the group `bodies` (ascending) at `states` (its bodies' states, in the
-/// order of `bodies`): each pair
+/// order of `bodies`) for a substep of `ticks` ticks: each pair
 /// of its bodies and each body with each static body whose manifold has a point within
-/// [`GROUP_MARGIN`] plus how far the two can close in one tick (the speculative reach that
+/// [`GROUP_MARGIN`] plus how far the two can close in the substep (the speculative reach that
 /// keeps a fast body from stepping through a thin one, as rule 2 of [`super::rules`]),
 /// ascending by key, with the impulses of `warm` carried over.
 pub fn group_manifolds(
@@ -164,12 +279,14 @@ pub fn group_manifolds(
     bodies: &[BodyId],
     states: &[BodyState],
     warm: &[(PairKey, Manifold)],
+    ticks: u64,
 ) -> Vec<(PairKey, Manifold)> {
     debug_assert_eq!(bodies.len(), states.len());
-    // How far each body's surface can move in one tick; its box.
+    // How far each body's surface can move in the substep; its box.
+    let h = rules.dt * ticks as f32;
     let reach_of = |b: BodyId, s: &BodyState| {
         let spin = shape_extent(&rules.shapes[b as usize]) * s.angular_velocity.length();
-        (s.velocity.length() + spin) * rules.dt
+        (s.velocity.length() + spin) * h
     };
     let tight_of =
         |b: BodyId, s: &BodyState| shape_aabb(&rules.shapes[b as usize], s.position, s.rotation);
@@ -251,7 +368,8 @@ pub fn group_manifolds(
 
 /// Rules 4 and 5 over a span, for a group of one body `b` spinning at `spin` (rad/s) flying
 /// over the ticks of `sweep` ([`Rules::span`]): whether its island steps as plain flight at
-/// every one of them: no static body within the reach of [`group_manifolds`] (the same tests
+/// every one of them: no static body within the reach of [`group_manifolds`] for the longest
+/// substep (the same tests
 /// as a tick's, on bounds of all the span's ticks, with a slack for the plane test's own
 /// rounding at any of their boxes), and never slow enough to count towards rest.
 pub fn span_in_flight(rules: &Rules, b: BodyId, sweep: &SpanSweep, spin: f32) -> bool {
@@ -260,7 +378,9 @@ pub fn span_in_flight(rules: &Rules, b: BodyId, sweep: &SpanSweep, spin: f32) ->
         return false;
     }
     let turn = shape_extent(&rules.shapes[b as usize]) * spin;
-    let reach = (sweep.speed + turn) * rules.dt * (1.0 + SPAN_SLACK);
+    // The longest substep's reach: a due group of one looks that far at a multiple of it.
+    let h = rules.dt * rules.group_substep.max(1) as f32;
+    let reach = (sweep.speed + turn) * h * (1.0 + SPAN_SLACK);
     let far = sweep
         .tight
         .min
@@ -293,6 +413,25 @@ pub fn overlapping_pairs(boxes: &[Aabb]) -> Vec<(usize, usize)> {
     }
     pairs.sort_unstable();
     pairs
+}
+
+/// Rule 1's timer after a due tick `k` at which a group's contacts are `m` and its touching
+/// pairs make `parts` components: 0 if connected, else `apart` plus the ticks until it is due
+/// again (the substep's from `k`, one if it flies).
+pub fn apart_after(
+    rules: &Rules,
+    apart: u32,
+    k: Tick,
+    m: &[(PairKey, Manifold)],
+    parts: usize,
+) -> u32 {
+    if parts == 1 {
+        0
+    } else if m.is_empty() {
+        apart + 1
+    } else {
+        apart + rules.substep_at(k) as u32
+    }
 }
 
 /// The touching pairs of dynamic bodies among a group's contacts.
@@ -329,18 +468,14 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
     // Fission: each awake group's touching pairs at this tick.
     let mut pieces: Vec<(usize, Island)> = Vec::new();
     for (i, mut isl) in islands.drain(..).enumerate() {
-        if isl.asleep || isl.bodies.len() == 1 {
+        if isl.asleep || isl.bodies.len() == 1 || !isl.due() {
             pieces.push((i, isl));
             continue;
         }
         let own: Vec<BodyState> = isl.bodies.iter().map(|&b| states[b as usize]).collect();
-        let m = group_manifolds(rules, &isl.bodies, &own, &isl.warm);
+        let m = group_manifolds(rules, &isl.bodies, &own, &isl.warm, rules.substep_at(tick));
         let parts = components(&isl.bodies, &edges(&m));
-        isl.apart_ticks = if parts.len() == 1 {
-            0
-        } else {
-            isl.apart_ticks + 1
-        };
+        isl.apart_ticks = apart_after(rules, isl.apart_ticks, tick, &m, parts.len());
         if isl.apart_ticks < SPLIT_TICKS {
             pieces.push((i, isl));
             continue;
@@ -361,6 +496,7 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
                     apart_ticks: 0,
                     asleep: false,
                     warm,
+                    substep: None,
                 },
             ));
         }
@@ -397,6 +533,7 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
                 m.rest_ticks = 0;
                 m.apart_ticks = 0;
                 m.asleep = false;
+                m.substep = None;
                 m
             }
         });
@@ -449,6 +586,7 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
         .collect();
     for isl in &mut new {
         if changed.contains(isl.bodies.as_slice()) {
+            isl.substep = None;
             isl.anchors = isl
                 .bodies
                 .iter()
@@ -507,7 +645,7 @@ pub fn initial_islands(
 
 /// Rules 4 and 5: moves `island` from `k` to `k + 1`. `states` holds its bodies' states at
 /// `k`, in the order of `island.bodies`; `kicks[i]` are the kicks from other groups on its
-/// `i`-th body. Returns whether it fell asleep at this step.
+/// `i`-th body. Returns whether it fell asleep at `k + 1`.
 pub fn step_island(
     rules: &Rules,
     island: &mut Island,
@@ -518,12 +656,18 @@ pub fn step_island(
     if island.asleep {
         return Ok(false);
     }
-    let manifolds = group_manifolds(rules, &island.bodies, states, &island.warm);
+    if !island.due() && kicks.iter().all(|k| k.is_empty()) {
+        island.glide(k, states);
+        return Ok(island.doze(rules, k + 1, states));
+    }
+    let ticks = rules.substep_at(k);
+    let manifolds = group_manifolds(rules, &island.bodies, states, &island.warm, ticks);
     step_island_with(rules, island, k, states, kicks, manifolds)
 }
 
-/// [`step_island`] of an awake island given its contacts at these states, as
-/// [`group_manifolds`] finds them (which the fission check of rule 1 has computed already).
+/// [`step_island`] of an awake island that is due at `k` or kicked there, given its contacts
+/// at these states for the substep from `k`, as [`group_manifolds`] finds them (which the
+/// fission check of rule 1 has computed already).
 pub fn step_island_with(
     rules: &Rules,
     island: &mut Island,
@@ -533,8 +677,18 @@ pub fn step_island_with(
     manifolds: Vec<(PairKey, Manifold)>,
 ) -> Result<bool, String> {
     debug_assert!(!island.asleep);
-    if manifolds.is_empty() {
-        // Nothing touches: kicks, then anchored flight (rules 3 and 4), body by body.
+    if island.substep.take().is_some() {
+        // Kicked inside a substep: it ends here, where the bodies are.
+        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
+            *a = Anchor::at(k, *s);
+        }
+    }
+    let ticks = rules.substep_at(k);
+    // The states at the substep's end (rule 5 looks there).
+    let mut end: Vec<BodyState>;
+    let last: &[BodyState] = if manifolds.is_empty() {
+        // Nothing touches: kicks, then anchored flight (rules 3 and 4), body by body; due
+        // again at the next tick.
         for ((s, a), kick) in states
             .iter_mut()
             .zip(island.anchors.iter_mut())
@@ -543,40 +697,62 @@ pub fn step_island_with(
             (*a, *s) = rules.advance(a, s, k, kick);
         }
         island.warm.clear();
+        states
     } else {
-        // A solver step is an event for every body of the group.
-        solve_contacts(rules, island, states, kicks, manifolds);
+        // A solver step is an event for every body of the group: a substep of `ticks` from
+        // the post-kick states, each body then moving by the solver's move.
+        let moves = solve_contacts(rules, island, states, kicks, manifolds, ticks);
         for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
-            *a = Anchor::at(k + 1, *s);
+            *a = Anchor::at(k, *s);
         }
-    }
-    for (&b, s) in island.bodies.iter().zip(states.iter()) {
+        let sub = Substep {
+            until: k + ticks,
+            moves,
+        };
+        for ((s, a), m) in states.iter_mut().zip(&island.anchors).zip(&sub.moves) {
+            *s = m.state(&a.state, 1, ticks);
+        }
+        if ticks == 1 {
+            for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
+                *a = Anchor::at(k + 1, *s);
+            }
+            states
+        } else {
+            end = island
+                .anchors
+                .iter()
+                .zip(&sub.moves)
+                .map(|(a, m)| m.state(&a.state, ticks, ticks))
+                .collect();
+            island.substep = Some(sub);
+            &mut end[..]
+        }
+    };
+    for (&b, s) in island.bodies.iter().zip(last.iter()) {
         if !(s.position.is_finite() && s.velocity.is_finite() && s.angular_velocity.is_finite()) {
             return Err(format!("body {b} has a non-finite state"));
         }
     }
     // With sleep off ([`Rules::sleep`]) nothing counts towards a sleep that never comes.
     let resting = rules.sleep
-        && island.bodies.iter().zip(states.iter()).all(|(&b, s)| {
+        && island.bodies.iter().zip(last.iter()).all(|(&b, s)| {
             let extent = shape_extent(&rules.shapes[b as usize]);
             s.velocity.length() + extent * s.angular_velocity.length() <= SLEEP_SPEED
         });
-    island.rest_ticks = if resting { island.rest_ticks + 1 } else { 0 };
-    // (`ticks_to_sleep` is at least 1: a moving island need not work it out.)
-    if island.rest_ticks > 0 && island.rest_ticks >= ticks_to_sleep(rules) {
-        // Asleep, its bodies stay where they are (no flight): anchored there.
-        island.asleep = true;
-        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
-            *a = Anchor::at(k + 1, *s);
-        }
-        return Ok(true);
-    }
-    Ok(false)
+    let stepped = if island.due() { 1 } else { ticks };
+    island.rest_ticks = if resting {
+        island.rest_ticks + stepped
+    } else {
+        0
+    };
+    Ok(island.doze(rules, k + 1, states))
 }
 
-/// Rules 3 and 4 of an island with contacts: kicks, then one solver step of its bodies and
-/// contacts; keeps the contacts, with their impulses, as the island's warm start. (Out of line:
-/// most steps have no contact, and are cheaper without this one's frame.)
+/// Rules 3 and 4 of an island with contacts: kicks (added to `states`), then one solver step
+/// of its bodies and contacts over a substep of `ticks` ticks, which leaves the solved
+/// velocities in `states` and returns each body's move; keeps the contacts, with their
+/// impulses per tick, as the island's warm start. (Out of line: most steps have no contact,
+/// and are cheaper without this one's frame.)
 #[inline(never)]
 fn solve_contacts(
     rules: &Rules,
@@ -584,8 +760,19 @@ fn solve_contacts(
     states: &mut [BodyState],
     kicks: &mut [Vec<Kick>],
     mut manifolds: Vec<(PairKey, Manifold)>,
-) {
-    let params = SolverParams::new(rules.dt, 1, rules.gravity);
+    ticks: u64,
+) -> Vec<Move> {
+    let len = ticks as f32;
+    let params = SolverParams::new(
+        rules.dt * len,
+        ticks.div_ceil(SOLVER_TICKS) as u32,
+        rules.gravity,
+    );
+    if ticks > 1 {
+        for (_, m) in &mut manifolds {
+            m.scale_impulses(len);
+        }
+    }
     let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
     for (i, &b) in island.bodies.iter().enumerate() {
         let s = &mut states[i];
@@ -673,10 +860,24 @@ fn solve_contacts(
     for c in &constraints {
         c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
     }
-    for (i, s) in states.iter_mut().enumerate() {
-        bodies[i].apply_to(s);
+    if ticks > 1 {
+        for (_, m) in &mut manifolds {
+            m.scale_impulses(1.0 / len);
+        }
     }
     island.warm = manifolds;
+    states
+        .iter_mut()
+        .zip(&bodies)
+        .map(|(s, b)| {
+            s.velocity = b.velocity.into();
+            s.angular_velocity = b.angular_velocity.into();
+            Move {
+                position: b.delta_position.into(),
+                rotation: b.delta_rotation,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -732,7 +933,7 @@ mod tests {
                 let mut unit = || rng.next_signed();
                 s.position = Vec3::new(unit(), unit(), unit()) * (half + 0.2);
                 s.velocity = Vec3::new(unit(), unit(), unit()) * 5.0;
-                let alone = group_manifolds(&rules, &[a], &[s], &[]);
+                let alone = group_manifolds(&rules, &[a], &[s], &[], 4);
                 let b = (a + 1 + round) % rules.bodies() as BodyId;
                 let mut other = rules.initial[b as usize];
                 other.position = Vec3::ZERO;
@@ -741,7 +942,7 @@ mod tests {
                 } else {
                     ([b, a], [other, s])
                 };
-                let shared: Vec<_> = group_manifolds(&rules, &bodies, &states, &[])
+                let shared: Vec<_> = group_manifolds(&rules, &bodies, &states, &[], 4)
                     .into_iter()
                     .filter(|((x, o), _)| *x == a && o & STATIC_SIDE != 0)
                     .collect();

@@ -174,6 +174,11 @@ pub struct Rules {
     /// on unless set off). Off, nothing ever sleeps: a group never counts rest, so it never
     /// naps, and the engine and the grouped reference both step every group at every tick.
     pub sleep: bool,
+    /// The island solver's substep, in ticks (rule 4 of [`super::group_rules`]): a group with
+    /// contacts solves them for this many ticks at once from every tick that is a multiple of
+    /// it, and for one tick from any other ([`Rules::substep_at`]). 1 steps every group tick by
+    /// tick. Committed frames depend on it, as on `sleep`.
+    pub group_substep: u64,
 }
 
 /// A static body as the rules see it.
@@ -207,6 +212,7 @@ impl Rules {
             dt: 1.0 / w.ticks_per_second as f32,
             largest_side: 0.0,
             sleep: true,
+            group_substep: super::group_rules::GROUP_SUBSTEP,
         };
         for (i, b) in scene.bodies.iter().enumerate() {
             let state = BodyState::from_desc(b);
@@ -236,6 +242,18 @@ impl Rules {
             r.initial.push(state);
         }
         Ok(r)
+    }
+
+    /// The length in ticks of a group's solver substep that starts at tick `k`: the group
+    /// substep at its multiples (so that the substeps of every group are aligned, whenever it was
+    /// born), one tick elsewhere.
+    #[inline]
+    pub fn substep_at(&self, k: Tick) -> u64 {
+        if self.group_substep > 1 && k % self.group_substep == 0 {
+            self.group_substep
+        } else {
+            1
+        }
     }
 
     /// Number of dynamic bodies.
