@@ -3,7 +3,7 @@
 //! ```text
 //! timewarp run [SCENE] [--bodies N] [--seconds S] [--engine warp|frame] [--threads T]
 //!              [--backend stm|locks] [--out FILE] [--checksum] [--quiet] [--parallelism]
-//!              [--groups on|off] [--sleep on|off] [--full-window]
+//!              [--groups on|off] [--sleep on|off] [--group-substep TICKS] [--full-window]
 //!              [--checkpoint FILE [--checkpoint-every S]]
 //! timewarp resume FILE [--seconds S] [--threads T] [--backend stm|locks] [--out FILE]
 //!              [--checksum] [--quiet] [--checkpoint FILE [--checkpoint-every S]]
@@ -22,6 +22,9 @@
 //! speculate as far as an adaptive lead under the scene's window unless `--full-window`
 //! (`warp::lead`). With either engine, resting islands or groups fall asleep unless `--sleep
 //! off`, with which nothing ever sleeps (the summary's first line then ends `sleep off`).
+//! Contact groups solve their contacts in substeps of 4 ticks (240 Hz at 960 ticks per second)
+//! unless `--group-substep` says another power of two up to 16 (1: tick by tick); the frames
+//! depend on it, and `resume` keeps the checkpoint's.
 //! `--bodies` resizes a built-in (an error for files), `--seconds` overrides `world.seconds`.
 //! `run` prints the summary on stdout (not with `--quiet`, which also hides the progress bar)
 //! and then, with `--checksum`, the line `checksum: <16 hex digits>`.
@@ -34,7 +37,7 @@
 //! `--checkpoint FILE` saves the run's state at its last frame (and with `--checkpoint-every S`
 //! every `S` simulated seconds too); `resume FILE` continues such a run to `--seconds` in all
 //! (default: the length of the run that wrote it), with the checkpoint's scene, engine, contact
-//! groups and `--sleep`, any thread count and backend; its `--checksum` covers the frames
+//! groups, `--sleep` and group substep, any thread count and backend; its `--checksum` covers the frames
 //! before the checkpoint too, so it equals the uninterrupted run's, and its `--out` holds the
 //! frames after the checkpoint (see `checkpoint.rs` in the library).
 //!

@@ -38,8 +38,13 @@
 //!   then computes one tick a turn instead of 64 and its section names the buckets of one tick,
 //!   not of three slices. Only a matter of speed, like `reach`: a committed state does not depend
 //!   on how many ticks anyone computed ahead. A group steps by the rules of
-//!   [`super::group_rules`] (its own contacts solved together by the island solver; kicks from
-//!   other groups).
+//!   [`super::group_rules`] (its own contacts solved together by the island solver in substeps
+//!   of [`Rules::substep_at`] ticks, aligned to multiples of the group substep; kicks from
+//!   other groups): it solves at a tick where it is due (or kicked), and inside a substep its
+//!   bodies follow the substep's rule ([`Island::glide`]) with no narrow phase and no solver,
+//!   each tick still written to the TVHT, so that other entities meet them at their tick. A
+//!   rollback into a substep keeps the island of its ticks, which holds the substep's start
+//!   and its moves until the GVT passes it.
 //! * **Spans** (issue #31; Koenig et al., seed 000, Section 3: "objects that are sufficiently
 //!   isolated in spacetime are able to take larger time steps"; Mirtich, seed 001, Section 3.3:
 //!   swept volumes over intervals). A single body, or a group of one whose step at `LVT` is

@@ -395,15 +395,35 @@ pub fn span_in_flight(rules: &Rules, b: BodyId, sweep: &SpanSweep, spin: f32) ->
         .all(|st| gauge.clear_of_plane(&st.shape, margin) || !bx.overlaps(&st.aabb))
 }
 
-/// Every pair `(i, j)`, `i < j`, of overlapping boxes, ascending: sort and sweep along x (the
-/// reference's broad phase; a pair's result never depends on the order pairs are found in).
+/// Every pair `(i, j)`, `i < j`, of overlapping boxes, ascending: sort and sweep along the axis
+/// on which the boxes' lower corners spread widest (the piles of `cylinders` lie in rows along
+/// z). The reference's broad phase too; the pairs are the same along any axis, and a pair's
+/// result never depends on the order pairs are found in.
 pub fn overlapping_pairs(boxes: &[Aabb]) -> Vec<(usize, usize)> {
+    let Some(first) = boxes.first() else {
+        return Vec::new();
+    };
+    let (lo, hi) = boxes.iter().fold((first.min, first.min), |(lo, hi), b| {
+        (lo.min(b.min), hi.max(b.min))
+    });
+    let spread = hi - lo;
+    let axis = if spread.x >= spread.y && spread.x >= spread.z {
+        0
+    } else if spread.y >= spread.z {
+        1
+    } else {
+        2
+    };
     let mut order: Vec<usize> = (0..boxes.len()).collect();
-    order.sort_by(|&a, &b| boxes[a].min.x.total_cmp(&boxes[b].min.x).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        boxes[a].min[axis]
+            .total_cmp(&boxes[b].min[axis])
+            .then(a.cmp(&b))
+    });
     let mut pairs = Vec::new();
     for (k, &i) in order.iter().enumerate() {
         for &j in &order[k + 1..] {
-            if boxes[j].min.x > boxes[i].max.x {
+            if boxes[j].min[axis] > boxes[i].max[axis] {
                 break;
             }
             if boxes[i].overlaps(&boxes[j]) {
@@ -890,26 +910,57 @@ mod tests {
     fn overlapping_pairs_are_exactly_the_brute_force_pairs() {
         let mut rng = SplitMix64::new(7);
         let mut unit = || (rng.next_u64() % 10_000) as f32 / 1000.0;
-        let boxes: Vec<Aabb> = (0..300)
-            .map(|_| {
-                let c = Vec3::new(unit(), unit(), unit());
-                Aabb::from_center_half(c, Vec3::splat(0.1 + unit() / 10.0))
-            })
-            .collect();
-        let mut brute = Vec::new();
-        for i in 0..boxes.len() {
-            for j in i + 1..boxes.len() {
-                if boxes[i].overlaps(&boxes[j]) {
-                    brute.push((i, j));
+        // Clouds (one far from the origin), a flat pile and a row along z (swept along z), some
+        // boxes touching exactly (lattice spacing equal to the box side).
+        let mut sets: Vec<Vec<Aabb>> = Vec::new();
+        for n in [10, 64, 65, 300] {
+            let (far, spread) = if n == 65 {
+                (1000.0, 0.3)
+            } else {
+                (0.0, n as f32 / 300.0)
+            };
+            sets.push(
+                (0..n)
+                    .map(|_| {
+                        let c = Vec3::new(unit(), unit(), unit()) * spread + Vec3::splat(far);
+                        Aabb::from_center_half(c, Vec3::splat(0.1 + unit() / 10.0))
+                    })
+                    .collect(),
+            );
+        }
+        sets.push(
+            (0..400)
+                .map(|i| {
+                    let c = Vec3::new((i % 20) as f32, 0.5, (i / 20) as f32 * 1.0 + 0.3);
+                    Aabb::from_center_half(c, Vec3::splat(0.5))
+                })
+                .collect(),
+        );
+        sets.push(
+            (0..200)
+                .map(|i| {
+                    let c = Vec3::new(-3.0 + unit() / 20.0, 0.5, i as f32 * 0.9);
+                    Aabb::from_center_half(c, Vec3::splat(0.5))
+                })
+                .collect(),
+        );
+        for boxes in sets {
+            let mut brute = Vec::new();
+            for i in 0..boxes.len() {
+                for j in i + 1..boxes.len() {
+                    if boxes[i].overlaps(&boxes[j]) {
+                        brute.push((i, j));
+                    }
                 }
             }
+            assert!(
+                brute.len() >= boxes.len() / 10,
+                "too few overlaps to test: {} of {} boxes",
+                brute.len(),
+                boxes.len()
+            );
+            assert_eq!(overlapping_pairs(&boxes), brute, "{} boxes", boxes.len());
         }
-        assert!(
-            brute.len() > 100,
-            "too few overlaps to test: {}",
-            brute.len()
-        );
-        assert_eq!(overlapping_pairs(&boxes), brute);
     }
 
     fn bouncing(n: usize) -> (Rules, f32) {
