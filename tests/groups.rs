@@ -146,9 +146,9 @@ fn a_slow_landing_fuses_and_a_fast_hit_stays_a_collision() {
 #[test]
 fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
     let bodies = knocked_stack();
-    // (0.8 s: the box leaves the stack's edge at about 0.55 s, and in 4-tick substeps the
-    // speculative reach of its fall keeps their contact a few ticks longer than tick by tick,
-    // so the 16 ticks apart end after 0.6 s.)
+    // (0.8 s: the box leaves the stack's edge at about 0.55 s, and in substeps of several
+    // ticks the speculative reach of its fall keeps their contact a few ticks longer than tick
+    // by tick, so the 16 ticks apart end after 0.6 s.)
     let (_, run) = run(bodies, 0.8);
     let fused = fused_at(&run, 0, 1).expect("the stack did not fuse");
     let together = |g: &Vec<BodyId>| g.contains(&0) && g.contains(&1);

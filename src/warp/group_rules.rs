@@ -17,7 +17,8 @@
 //!    reach). While its touching pairs do not connect its bodies it is *flagged may-split*, and
 //!    each such finding adds the ticks until it is due again (the substep's, one in flight);
 //!    once it has been apart for [`SPLIT_TICKS`] ticks in a row, it splits into the connected
-//!    components at `k`. (Bodies that tumble over each other touch and part many times a
+//!    components at `k` (in steps of [`GROUP_SUBSTEP`] ticks, at the first aligned substep that
+//!    finds it apart: the step's speculative reach already keeps a parting pair for a frame). (Bodies that tumble over each other touch and part many times a
 //!    second; splitting at the first parting made a group change for nearly every such touch:
 //!    2,408 fissions and 2,610 fusions in 20 s of `avalanche` 300.)
 //! 2. **Fusion**: two bodies of different groups, not both asleep, that are *in contact* at `k`
@@ -35,12 +36,14 @@
 //! 4. **Step in substeps.** A group solves its contacts in *substeps* of [`Rules::substep_at`]
 //!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, one tick
 //!    from any other tick, so that every group's substeps are aligned to absolute multiples of
-//!    `S` whenever it was born (a 60 Hz engine with 4 solver substeps solves at 240 Hz; `S = 4`
-//!    ticks of 1/960 s is the same rate). A due or kicked group at `k` adds its kicks to its
-//!    bodies' velocities (canonical order), then solves its own contacts and its static
-//!    contacts for the `L` ticks of the substep from `k` with the island solver (one solver
-//!    substep of `L` ticks, with the bodies' rolling resistance mixed per contact as the larger
-//!    of the two, Box2D v3's rule), warm-started from its impulses of the substep before
+//!    `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
+//!    runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts the step into
+//!    solver substeps of [`SOLVER_TICKS`] (480 Hz; they take 4 of 240 Hz). A due or kicked group
+//!    at `k` adds its kicks to its bodies' velocities (canonical order), then solves its own
+//!    contacts and its static contacts for the `L` ticks of the substep from `k` with the
+//!    island solver (its contact data prepared once, then `ceil(L / SOLVER_TICKS)` solver
+//!    substeps, with the bodies' rolling resistance mixed per contact as the larger of the two,
+//!    Box2D v3's rule), warm-started from its impulses of the substep before
 //!    (impulses are kept per tick and scaled by `L`: an impulse is a force over the substep).
 //!    The solver moves each body by `dp` and turns it by `dq` over the substep and leaves it
 //!    with velocities `v`, `w`; at tick `k + n`, `0 < n <= L`, the body is at `p + dp n / L`,
@@ -77,11 +80,12 @@ use glam::{Quat, Vec3};
 
 /// A group splits once its bodies have been disconnected this many ticks in a row (one frame).
 pub const SPLIT_TICKS: u32 = 16;
-/// The island solver's substep in ticks ([`Rules::group_substep`], rule 4): 4 ticks of
-/// 1/960 s, the 240 Hz of a 60 Hz engine with 4 solver substeps.
-pub const GROUP_SUBSTEP: u64 = 4;
+/// A group's substep in ticks ([`Rules::group_substep`], rule 4): 16 ticks of 1/960 s, a
+/// 60 Hz step, chosen by measurement among 2, 4, 8 and 16 (`docs/results.md`): every one keeps
+/// the piles standing and lets them sleep, and 16 costs least.
+pub const GROUP_SUBSTEP: u64 = 16;
 /// The island solver cuts a group's substep into solver substeps of at most this many ticks
-/// (480 Hz): at one solver substep per 4 ticks (240 Hz) the pile of `avalanche` 300 crept down
+/// (480 Hz): at 240 Hz (one solver substep per 4 ticks) the pile of `avalanche` 300 crept down
 /// its ramp and was still awake after 30 s, as the frame engine's at 240 Hz is after 20 s.
 pub const SOLVER_TICKS: u64 = 2;
 /// Contacts approaching slower than this (m/s) fuse their groups.
