@@ -1316,6 +1316,7 @@ pub fn run_warp_from_with(
                 }
             }
         };
+        let mut buried_gvt = Tick::MAX;
         loop {
             let finished = shared.done();
             deliver(&mut out_error);
@@ -1328,9 +1329,14 @@ pub fn run_warp_from_with(
                 continue; // drain what is committed, then stop
             }
             let g = gvt.gvt();
-            // Fissions behind the GVT are final: their parents are no longer needed.
-            if let Ok(mut grave) = shared.graveyard.try_lock() {
+            // Fissions behind the GVT are final: their parents are no longer needed. (Looked
+            // at when the GVT has moved: the graveyard may hold thousands, and this loop runs
+            // every 200 us.)
+            if g != buried_gvt
+                && let Ok(mut grave) = shared.graveyard.try_lock()
+            {
                 grave.retain(|_, b| b.end >= g);
+                buried_gvt = g;
             }
             // The island graph's records behind the GVT, after changes (one section a body).
             if let Some(graph) = &shared.graph {
