@@ -222,9 +222,14 @@ impl Island {
         }
         if k + 1 == sub.until {
             self.substep = None;
-            for (a, s) in self.anchors.iter_mut().zip(states.iter()) {
-                *a = Anchor::at(k + 1, *s);
-            }
+            self.anchor_at(k + 1, states);
+        }
+    }
+
+    /// Anchors each body at `states` (in the order of `bodies`) at tick `k`.
+    fn anchor_at(&mut self, k: Tick, states: &[BodyState]) {
+        for (a, s) in self.anchors.iter_mut().zip(states) {
+            *a = Anchor::at(k, *s);
         }
     }
 
@@ -240,9 +245,7 @@ impl Island {
             return false;
         }
         self.asleep = true;
-        for (a, s) in self.anchors.iter_mut().zip(states) {
-            *a = Anchor::at(k, *s);
-        }
+        self.anchor_at(k, states);
         true
     }
 }
@@ -703,9 +706,7 @@ pub fn step_island_with(
     debug_assert!(!island.asleep);
     if island.substep.take().is_some() {
         // Kicked inside a substep: it ends here, where the bodies are.
-        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
-            *a = Anchor::at(k, *s);
-        }
+        island.anchor_at(k, states);
     }
     let ticks = rules.substep_at(k);
     // The states at the substep's end (rule 5 looks there).
@@ -726,9 +727,7 @@ pub fn step_island_with(
         // A solver step is an event for every body of the group: a substep of `ticks` from
         // the post-kick states, each body then moving by the solver's move.
         let moves = solve_contacts(rules, island, states, kicks, manifolds, ticks);
-        for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
-            *a = Anchor::at(k, *s);
-        }
+        island.anchor_at(k, states);
         let sub = Substep {
             until: k + ticks,
             moves,
@@ -737,9 +736,7 @@ pub fn step_island_with(
             *s = m.state(&a.state, 1, ticks);
         }
         if ticks == 1 {
-            for (a, s) in island.anchors.iter_mut().zip(states.iter()) {
-                *a = Anchor::at(k + 1, *s);
-            }
+            island.anchor_at(k + 1, states);
             states
         } else {
             end = island
