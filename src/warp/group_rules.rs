@@ -44,7 +44,8 @@
 //!    island solver (its contact data prepared once, then `ceil(L / SOLVER_TICKS)` solver
 //!    substeps, with the bodies' rolling resistance mixed per contact as the larger of the two,
 //!    Box2D v3's rule), warm-started from its impulses of the substep before
-//!    (impulses are kept per tick and scaled by `L`: an impulse is a force over the substep).
+//!    (impulses are kept per tick and scaled by the ticks of a solver substep: an accumulated
+//!    impulse is a force over one solver substep).
 //!    The solver moves each body by `dp` and turns it by `dq` over the substep and leaves it
 //!    with velocities `v`, `w`; at tick `k + n`, `0 < n <= L`, the body is at `p + dp n / L`,
 //!    turned by the normalised interpolation of the identity and `dq` at `n / L` (`dq` itself
@@ -783,15 +784,13 @@ fn solve_contacts(
     mut manifolds: Vec<(PairKey, Manifold)>,
     ticks: u64,
 ) -> Vec<Move> {
-    let len = ticks as f32;
-    let params = SolverParams::new(
-        rules.dt * len,
-        ticks.div_ceil(SOLVER_TICKS) as u32,
-        rules.gravity,
-    );
-    if ticks > 1 {
+    let substeps = ticks.div_ceil(SOLVER_TICKS);
+    let params = SolverParams::new(rules.dt * ticks as f32, substeps as u32, rules.gravity);
+    // An accumulated impulse is one solver substep's: kept per tick, scaled by its ticks.
+    let per = ticks as f32 / substeps as f32;
+    if per != 1.0 {
         for (_, m) in &mut manifolds {
-            m.scale_impulses(len);
+            m.scale_impulses(per);
         }
     }
     let mut bodies: Vec<SolverBody> = Vec::with_capacity(island.bodies.len() + 1);
@@ -881,9 +880,9 @@ fn solve_contacts(
     for c in &constraints {
         c.store_impulses(&points, &mut manifolds[c.contact as usize].1);
     }
-    if ticks > 1 {
+    if per != 1.0 {
         for (_, m) in &mut manifolds {
-            m.scale_impulses(1.0 / len);
+            m.scale_impulses(1.0 / per);
         }
     }
     island.warm = manifolds;
