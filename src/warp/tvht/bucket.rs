@@ -121,7 +121,7 @@ pub(super) const RUN_TICKS: u64 = 64;
 /// One bucket: entries (in runs) and contact records of the (cell, tick)s hashed to it; or,
 /// in the sleep half of the table, the sleep records of the cells hashed to it and their
 /// contacts.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(super) struct Bucket {
     pub(super) runs: Vec<Run>,
     pub(super) contacts: Vec<ContactRec>,
@@ -137,6 +137,33 @@ pub(super) struct Bucket {
     /// looks at the buckets of entries of these cells only at slices below it (see "Marks"
     /// in `span.rs`).
     pub(super) marks: Tick,
+}
+
+/// A copy of `v` with room for a few more: a section copies a bucket to change it (under the
+/// STM, `View::get_mut`), and the change almost always pushes; a copy of exactly its length
+/// would grow (allocate again and move everything) at the first push. An empty list stays
+/// unallocated (most lists of most buckets are empty).
+fn roomy<T: Clone>(v: &[T]) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let mut c = Vec::with_capacity(v.len() + 2);
+    c.extend_from_slice(v);
+    c
+}
+
+impl Clone for Bucket {
+    fn clone(&self) -> Bucket {
+        Bucket {
+            runs: roomy(&self.runs),
+            contacts: roomy(&self.contacts),
+            records: roomy(&self.records),
+            woken: roomy(&self.woken),
+            spans: roomy(&self.spans),
+            met: roomy(&self.met),
+            marks: self.marks,
+        }
+    }
 }
 
 impl Bucket {
