@@ -153,10 +153,12 @@ impl fmt::Display for RunSummary {
                 let e = &w.entities;
                 write!(
                     f,
-                    "\nspans {} (mean {:.1} ticks, {} cut by rollbacks), refinements {} ({} found no contact)",
+                    "\nspans {} (mean {:.1} ticks, {} cut by rollbacks; {} glides of groups, mean {:.1} ticks), refinements {} ({} found no contact)",
                     e.spans,
                     e.span_ticks as f64 / e.spans.max(1) as f64,
                     e.span_cuts,
+                    e.glides,
+                    e.glide_ticks as f64 / e.glides.max(1) as f64,
                     w.refinements,
                     w.refinements - w.refinements_met.min(w.refinements)
                 )?;

@@ -71,6 +71,20 @@
 //!   ([`Timeline::push_span`]); a rollback into it cuts the record at the rollback tick
 //!   ([`Tvht::cut_span`]) and gets back the contacts of the ticks it removed, as a delete
 //!   does.
+//! * **Glides** (issue #32): a group's bodies inside a substep of its island solver follow
+//!   one pure rule ([`Move::state`](super::group_rules::Move::state)) from the substep's start,
+//!   so they too are written as span records, one per body, their anchors carrying the
+//!   solver's move ([`Anchor::glide`](super::rules::Anchor::glide); a glide's box,
+//!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
+//!   solver steps it at a due tick into a substep of at least [`MIN_GLIDE`] ticks, awake, the
+//!   group writes the ticks before and glides the substep's ticks from there at once, through
+//!   the substep's last tick unless it falls asleep there (the island there, due again, is
+//!   the glide's last: [`Timeline::push_glide`]). A glide stops, like a span, at the first
+//!   tick that touches another entity's body; the next step takes that tick's contacts as
+//!   kicks, as tick by tick. No static test: static contacts are the solver's. The solve at a
+//!   tick that the write of the ticks before met a contact at is done again with it (only
+//!   the tick the step started from had its contacts known). Only a matter of speed: the
+//!   states are those of the tick-by-tick step, bit for bit.
 //! * **Resolve**: the entity does not stop stepping while its events wait for acks (its
 //!   states are speculative anyway and any message can roll them back), but it does not
 //!   **record** a tick `t` in the GVT buffer while any event or antievent it sent at a tick
@@ -145,6 +159,10 @@ pub const MIN_SPAN: u64 = 4;
 /// wide) may cover twice what its shortest span does.
 pub const SPAN_CELLS: u64 = 8;
 
+/// The fewest ticks a group glides (see "Glides"): a shorter stretch of a substep is stepped
+/// tick by tick with the ticks around it.
+pub const MIN_GLIDE: u64 = 2;
+
 /// A group born of a change not yet committed steps at most this many ticks past its birth
 /// until its birth is committed: an undo then throws little away. (`pyramids` 1100, 2 s, 2
 /// workers: a fusion at tick 1 undone after its group had stepped 250 ticks took up to 28 ms
@@ -206,6 +224,10 @@ pub struct EntityStats {
     pub spans: u64,
     pub span_ticks: u64,
     pub span_cuts: u64,
+    /// Of those spans, glides of a group inside a substep (see "Glides"), and their
+    /// group-ticks.
+    pub glides: u64,
+    pub glide_ticks: u64,
 }
 
 impl EntityStats {
@@ -224,6 +246,8 @@ impl EntityStats {
         self.spans += o.spans;
         self.span_ticks += o.span_ticks;
         self.span_cuts += o.span_cuts;
+        self.glides += o.glides;
+        self.glide_ticks += o.glide_ticks;
     }
 }
 
@@ -656,17 +680,21 @@ impl Entity {
         self.scratch.entries = entries;
         let mut gone =
             gone.map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
-        // The spans after `r`: cut or gone.
-        let spans: Vec<_> = self.line.spans_after(r).collect();
-        for (_, anchor, aabb, tag) in spans {
-            let entry = SpanEntry {
-                body: self.id,
-                anchor,
-                aabb,
-            };
+        // The spans and glides after `r`: cut or gone.
+        let spans: Vec<(u64, Vec<SpanEntry>)> = self
+            .line
+            .spans_after(r)
+            .map(|(_, paths, tag)| {
+                let entries = (self.bodies.iter().zip(paths))
+                    .map(|(&body, &(anchor, aabb))| SpanEntry { body, anchor, aabb })
+                    .collect();
+                (tag, entries)
+            })
+            .collect();
+        for (tag, entries) in spans {
             let cut = env
                 .tvht
-                .cut_span(self.id, tag, &[entry], r + 1)
+                .cut_span(self.id, tag, &entries, r + 1)
                 .map_err(|e| format!("rollback of entity {} to tick {r}: {e}", self.id))?;
             gone.extend(cut);
             self.stats.span_cuts += 1;
@@ -961,9 +989,21 @@ impl Entity {
         (ub, far): (Tick, Tick),
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<(), String> {
-        if self.fly(env, far, None, send)? {
+        if self.fly(env, far, None, send)? || self.glide(env, far, send)? {
             return Ok(());
         }
+        self.step_ticks(env, (ub, far), send, true)
+    }
+
+    /// The tick-by-tick step of a group (see [`Entity::step_group`]); with `glides`, a solve
+    /// into a substep ends it and the substep glides.
+    fn step_ticks(
+        &mut self,
+        env: &Env<'_>,
+        (ub, far): (Tick, Tick),
+        send: &mut dyn FnMut(BodyId, Msg),
+        glides: bool,
+    ) -> Result<(), String> {
         let lvt = self.lvt();
         let rules = env.rules;
         let nb = self.bodies.len();
@@ -984,12 +1024,14 @@ impl Entity {
         let mut new = std::mem::take(&mut self.scratch.entries);
         new.clear();
         let mut islands = Vec::new();
+        let mut glide_at = None;
         for i in 0..n {
             let t = lvt + i;
             // Rule 1: deferred fission (its contacts are the step's, below).
             let mut contacts = None;
-            // Whether `work` may now differ from `isl`.
+            // Whether `work` may now differ from `isl`, and whether the solver stepped it.
             let mut touched = false;
+            let mut solved = false;
             if let Some((apart, m)) = self.split_timer(rules, t, &work, &cur) {
                 contacts = Some(m);
                 touched |= apart != work.apart_ticks;
@@ -1045,6 +1087,7 @@ impl Entity {
                     work.doze(rules, t + 1, &cur);
                 } else {
                     touched = true;
+                    solved = true;
                     let m = contacts.unwrap_or_else(|| {
                         let ticks = rules.substep_at(t);
                         group_manifolds(rules, &work.bodies, &cur, &work.warm, ticks)
@@ -1055,6 +1098,12 @@ impl Entity {
                 for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&mut boxes) {
                     *b = rules.aabb(body as usize, s);
                 }
+            }
+            // Solved at `t` into a substep: its ticks glide (see "Glides"), from `t` once the
+            // ticks before it are written.
+            if glides && solved && self.may_glide(env, &work, t, far) {
+                glide_at = Some((t, Arc::new(work)));
+                break;
             }
             for ((&body, s), b) in self.bodies.iter().zip(&cur).zip(&boxes) {
                 new.push(BodyEntry {
@@ -1073,9 +1122,121 @@ impl Entity {
         let computed = islands.len() as u64;
         if computed == 0 {
             self.scratch.entries = new;
-            return Ok(());
+        } else {
+            self.write(env, lvt, computed, new, islands, send)?;
         }
-        self.write(env, lvt, computed, new, islands, send)
+        // The solve at `t` knew the contacts at `t` only if `t` is the LVT it started from:
+        // if the write of the ticks before found one at `t`, it stopped there, and the next
+        // turn solves again with it. A glide that does not happen after all (its box too wide
+        // for the table, or its group asleep at the substep's end and the substep too short
+        // without it) leaves the LVT at `t` too; if that is where the step started, it steps
+        // tick by tick from there at once (the same bits), or it would never move on.
+        if let Some((t, isl)) = glide_at
+            && self.lvt() == t
+            && (t == lvt || self.contacts_at(t).next().is_none())
+            && !self.glide_from(env, isl, far, send)?
+            && t == lvt
+        {
+            return self.step_ticks(env, (ub, far), send, false);
+        }
+        Ok(())
+    }
+
+    /// A glide of a group from its LVT (see "Glides"), if its island there is inside a
+    /// substep of its solver, awake, with no contact known at the LVT.
+    fn glide(
+        &mut self,
+        env: &Env<'_>,
+        far: Tick,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<bool, String> {
+        let lvt = self.lvt();
+        let isl = self.line.island(lvt);
+        if isl.substep.is_none() || self.contacts_at(lvt).next().is_some() {
+            return Ok(false);
+        }
+        let isl = Arc::clone(isl);
+        self.glide_from(env, isl, far, send)
+    }
+
+    /// Whether a group standing in island `isl` at tick `t` may glide from there (see
+    /// "Glides"): inside a substep with at least [`MIN_GLIDE`] ticks to go, awake, spans on.
+    fn may_glide(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> bool {
+        let reach = far.min(t.saturating_add(env.max_span));
+        isl.substep
+            .as_ref()
+            .is_some_and(|s| s.until.min(reach) >= t + MIN_GLIDE)
+            && !isl.asleep
+            && env.max_span > 0
+            && env.tvht.sleep_records()
+    }
+
+    /// The glide of a group standing in island `isl` (inside a substep) at its LVT: its bodies
+    /// glide through the substep's ticks after the LVT, at most to `far`, one TVHT record per
+    /// body, which stops at the first tick that touches another entity's body. The substep's
+    /// last tick is part of it unless the group falls asleep there (rule 5: its entries there
+    /// are asleep); the island there is the one the substep ends in. Returns whether it glided
+    /// (else the tick-by-tick step runs).
+    fn glide_from(
+        &mut self,
+        env: &Env<'_>,
+        isl: Arc<Island>,
+        far: Tick,
+        send: &mut dyn FnMut(BodyId, Msg),
+    ) -> Result<bool, String> {
+        let lvt = self.lvt();
+        if !self.may_glide(env, &isl, lvt, far) {
+            return Ok(false);
+        }
+        let (rules, from) = (env.rules, lvt + 1);
+        let Some(sub) = &isl.substep else {
+            return Ok(false);
+        };
+        let mut to = sub.until.min(far).min(lvt.saturating_add(env.max_span));
+        // The island at the substep's last tick, if the glide reaches it awake.
+        let mut end = None;
+        if to == sub.until {
+            let mut island = Island::clone(&isl);
+            let mut states: Vec<BodyState> = isl.anchors.iter().map(|a| a.state).collect();
+            island.glide(to - 1, &mut states);
+            island.doze(rules, to, &states);
+            if island.asleep {
+                to -= 1;
+            } else {
+                end = Some(Arc::new(island));
+            }
+        }
+        if to < from + MIN_GLIDE - 1 {
+            return Ok(false);
+        }
+        let len = sub.until - isl.anchors[0].tick;
+        let mut paths = Vec::with_capacity(self.bodies.len());
+        let mut entries = Vec::with_capacity(self.bodies.len());
+        for ((&body, a), m) in self.bodies.iter().zip(&isl.anchors).zip(&sub.moves) {
+            let anchor = Anchor::gliding(a.tick, a.state, *m, len);
+            let aabb = rules.span_aabb(&rules.span(body as usize, &anchor, from, to));
+            if env.tvht.cells_of(body, &aabb).is_err() {
+                // (Too wide for the table: the tick-by-tick step says why.)
+                return Ok(false);
+            }
+            paths.push((anchor, aabb));
+            entries.push(SpanEntry { body, anchor, aabb });
+        }
+        let touch = |_: &Contact| true;
+        let (last, found) = env
+            .tvht
+            .write_span(self.id, self.next_tag, (from, to), &entries, touch)
+            .map_err(|e| format!("glide of entity {} from tick {from}: {e}", self.id))?;
+        let end = end.filter(|_| last == to);
+        self.line
+            .push_glide(from, last, &paths, self.next_tag, isl, end);
+        self.next_tag += 1;
+        self.stats.spans += 1;
+        self.stats.span_ticks += last + 1 - from;
+        self.stats.glides += 1;
+        self.stats.glide_ticks += last + 1 - from;
+        self.report(env, &found, send);
+        Ok(true)
     }
 
     /// A nap from `LVT` towards `ub` (see "Naps"): the group, asleep at `LVT` at states `cur`

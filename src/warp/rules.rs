@@ -68,6 +68,7 @@
 //!    `libm` as well as on IEEE arithmetic.
 
 use super::Tick;
+use super::group_rules::Move;
 use crate::dynamics::{BodyState, MassProps, free_flight, resolve, rolling_impulse};
 use crate::geometry::{Aabb, Manifold, Motion, Pose, collide, impact, lowest_along, shape_aabb};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
@@ -584,7 +585,42 @@ impl Rules {
         if n == 0 {
             return a.state;
         }
+        if let Some(g) = &a.glide {
+            debug_assert!(n <= g.len, "a glide of {} ticks asked at {n}", g.len);
+            return g.by.state(&a.state, n, g.len);
+        }
         free_flight(&a.state, self.gravity, n as f32 * self.dt)
+    }
+
+    /// Rule 1 over the ticks `from..=to` of a glide (`a.glide`, `a.tick <= from <= to <=
+    /// a.tick + len`): its position moves along the line of its substep's move, monotonically
+    /// in each axis and in f32 too (the share `n / len` rounds monotonically, and so do its
+    /// product with the move and the sum with the start), so it lies between its positions at
+    /// `from` and `to`; its velocities stay the solved ones. The shape turns as the move's
+    /// rotation is interpolated: spheres keep their box, other shapes are bounded by the sphere
+    /// of their extent, as in [`Rules::span`].
+    fn glide_span(&self, i: usize, a: &Anchor, from: Tick, to: Tick) -> SpanSweep {
+        let (p0, p1) = (self.flight(a, from).position, self.flight(a, to).position);
+        let half = match self.shapes[i] {
+            Shape::Sphere { radius } => radius,
+            ref other => crate::geometry::shape_extent(other),
+        };
+        let v = a.state.velocity;
+        let magnitude = p0.abs().max(p1.abs()) + Vec3::splat(half);
+        let slack = magnitude * SPAN_SLACK + Vec3::splat(1e-6);
+        let step = v * self.dt;
+        let step_slack = v.abs() * (SPAN_SLACK * self.dt);
+        let speed = v.length();
+        SpanSweep {
+            tight: Aabb::new(
+                p0.min(p1) - Vec3::splat(half) - slack,
+                p0.max(p1) + Vec3::splat(half) + slack,
+            ),
+            step_min: step - step_slack,
+            step_max: step + step_slack,
+            speed: speed * (1.0 + SPAN_SLACK),
+            slowest: (speed * (1.0 - SPAN_SLACK)).max(0.0),
+        }
     }
 
     /// Rule 1 over a span: what body `i`, flying from anchor `a` (not asleep), sweeps over the
@@ -594,6 +630,9 @@ impl Rules {
     /// the body: spheres keep theirs, other shapes are bounded by the sphere of their extent.
     pub fn span(&self, i: usize, a: &Anchor, from: Tick, to: Tick) -> SpanSweep {
         debug_assert!(a.tick <= from && from <= to);
+        if a.glide.is_some() {
+            return self.glide_span(i, a, from, to);
+        }
         let (x, v, g) = (a.state.position, a.state.velocity, self.gravity);
         let (t0, t1) = (
             (from - a.tick) as f32 * self.dt,
@@ -693,6 +732,20 @@ impl Rules {
         // larger, and the radius.
         let span = (to - from) as f64 * dt;
         let poly = |m: Motion<'_>, r: f64| match m {
+            Motion::Flying(an) if an.glide.is_some() => {
+                // A glide (`Move::state`): the start moved by the share `n / len` of the move,
+                // a line in time with no bend, at the solved (constant) velocity; the f32
+                // arithmetic is on the start's position and the move.
+                let g = an.glide.expect("a glide");
+                debug_assert!(an.tick <= from && to - an.tick <= g.len);
+                let (p, d) = (an.state.position.as_dvec3(), g.by.position.as_dvec3());
+                let len = g.len as f64;
+                let c0 = p + d * ((from - an.tick) as f64 / len);
+                let c1 = d / (len * dt);
+                let z = glam::DVec3::ZERO;
+                let v = an.state.velocity.as_dvec3();
+                (c0, c1, z, (v, z), p.length() + d.length() + r)
+            }
             Motion::Flying(an) => {
                 debug_assert!(an.tick <= from);
                 let t0 = (from - an.tick) as f64 * dt;
@@ -822,10 +875,7 @@ impl Rules {
             post.angular_velocity += k.dw;
             post.position += k.dp;
         }
-        let anchor = Anchor {
-            tick: k,
-            state: post,
-        };
+        let anchor = Anchor::at(k, post);
         (anchor, self.flight(&anchor, k + 1))
     }
 }
@@ -904,19 +954,55 @@ pub const APART_SLACK: f64 = 4e-6;
 pub struct Anchor {
     pub tick: Tick,
     pub state: BodyState,
+    /// A body of a contact group inside its group's substep (rule 4 of
+    /// [`super::group_rules`]) glides instead of flying: its state at `tick + n` is
+    /// [`Move::state`] of `state` (the substep's start, with the solved velocities), `n` of
+    /// the glide's `len` ticks. Only the records of a glide carry one (a group's island keeps
+    /// its substep itself), so a checkpoint, which saves islands, never holds one: the field
+    /// is not in the file (whose format stays as it was).
+    #[serde(skip)]
+    pub glide: Option<Glide>,
+}
+
+/// What the island solver did to a body over a substep of `len` ticks (see [`Anchor::glide`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Glide {
+    pub by: Move,
+    pub len: u64,
 }
 
 impl Anchor {
     /// A body at `state` at tick `tick`, flying from there.
     pub fn at(tick: Tick, state: BodyState) -> Anchor {
-        Anchor { tick, state }
+        Anchor {
+            tick,
+            state,
+            glide: None,
+        }
+    }
+
+    /// A body of a group at `state` at tick `tick`, the start of a substep of `len` ticks
+    /// that moves it `by`.
+    pub fn gliding(tick: Tick, state: BodyState, by: Move, len: u64) -> Anchor {
+        Anchor {
+            tick,
+            state,
+            glide: Some(Glide { by, len }),
+        }
     }
 
     /// Whether two anchors are the same bits (floats compared by bits: `-0.0` differs from
     /// `0.0`, a NaN equals itself).
     pub fn same_bits(&self, o: &Anchor) -> bool {
+        let glide = |a: &Anchor| {
+            a.glide.map(|g| {
+                let (p, q) = (g.by.position, g.by.rotation);
+                ([p.x, p.y, p.z, q.x, q.y, q.z, q.w].map(f32::to_bits), g.len)
+            })
+        };
         self.tick == o.tick
             && self.state.to_array().map(f32::to_bits) == o.state.to_array().map(f32::to_bits)
+            && glide(self) == glide(o)
     }
 }
 
@@ -1105,19 +1191,14 @@ mod tests {
     #[test]
     fn bodies_called_apart_never_touch() {
         use super::super::tvht::Motion;
-        use crate::scene::{BodySpec, SceneBuilder};
+        use crate::scene::SceneBuilder;
         let mut rng = SplitMix64::new(77);
         let (mut apart, mut touched, mut far_apart) = (0, 0, 0);
         let (mut late_apart, mut late_touched, mut narrowed) = (0, 0, 0);
         for case in 0..4000 {
             let mut u = || rng.next_signed();
             let g = Vec3::new(u(), u(), u()) * if case % 3 == 0 { 0.0 } else { 10.0 };
-            let shape = |k: usize, u: &mut dyn FnMut() -> f32| match k % 3 {
-                0 => BodySpec::sphere(0.1 + 0.5 * u().abs()),
-                1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() * 0.5 + 0.05),
-                _ => BodySpec::cylinder(0.1 + 0.5 * u().abs(), 0.1 + 0.5 * u().abs()),
-            };
-            let (sa, sb) = (shape(case, &mut u), shape(case / 3, &mut u));
+            let (sa, sb) = (pair_shape(case, &mut u), pair_shape(case / 3, &mut u));
             let scene = SceneBuilder::new()
                 .gravity(g)
                 .body(sa.position(Vec3::ZERO))
@@ -1153,12 +1234,8 @@ mod tests {
             if case % 2 == 1 {
                 // A near miss or a graze: at a tick `k` of the interval the centres are
                 // `f` times the sum of the bounding radii apart, `f` in 0.6..1.6.
-                let extent = |i: usize| match rules.shapes[i] {
-                    Shape::Sphere { radius } => radius,
-                    ref other => crate::geometry::shape_extent(other),
-                };
                 let k = from + (u().abs() * (to - from) as f32) as Tick;
-                let gap = (extent(0) + extent(1)) * (1.1 + 0.5 * u());
+                let gap = (extent(&rules, 0) + extent(&rules, 1)) * (1.1 + 0.5 * u());
                 let n = Vec3::new(u(), u(), u()).normalize_or(Vec3::X) * gap;
                 let at_k = rules.flight(&a, k).position - n;
                 b.state.position = if still {
@@ -1178,21 +1255,17 @@ mod tests {
             let window = rules.near_ticks((0, Motion::Flying(&a)), (1, mb), from, to);
             assert_eq!(said, window.is_none(), "case {case}");
             let mut any = false;
-            for t in from..=to {
-                let x = rules.flight(&a, t);
-                let y = if still { b.state } else { rules.flight(&b, t) };
-                if rules.in_contact(0, &x, 1, &y) {
-                    any = true;
-                    assert!(
-                        !said,
-                        "case {case}: called apart over {from}..={to}, touch at {t}"
-                    );
-                    let (lo, hi) = window.unwrap();
-                    assert!(
-                        (lo..=hi).contains(&t),
-                        "case {case}: near only at {lo}..={hi} of {from}..={to}, touch at {t}"
-                    );
-                }
+            for t in touch_ticks(&rules, (&a, &b, still), from, to) {
+                any = true;
+                assert!(
+                    !said,
+                    "case {case}: called apart over {from}..={to}, touch at {t}"
+                );
+                let (lo, hi) = window.unwrap();
+                assert!(
+                    (lo..=hi).contains(&t),
+                    "case {case}: near only at {lo}..={hi} of {from}..={to}, touch at {t}"
+                );
             }
             narrowed += usize::from(window.is_some_and(|(lo, hi)| 2 * (hi - lo) < to - from));
             apart += usize::from(said);
@@ -1212,6 +1285,184 @@ mod tests {
         assert!(
             narrowed > 500,
             "{narrowed} of 4000 pairs near at most half their interval"
+        );
+    }
+
+    /// One of a random pair of bodies for the tests of rule 2 over an interval: a sphere, a
+    /// box or a cylinder (by `k`) of random size.
+    fn pair_shape(k: usize, u: &mut dyn FnMut() -> f32) -> crate::scene::BodySpec {
+        use crate::scene::BodySpec;
+        match k % 3 {
+            0 => BodySpec::sphere(0.1 + 0.5 * u().abs()),
+            1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() * 0.5 + 0.05),
+            _ => BodySpec::cylinder(0.1 + 0.5 * u().abs(), 0.1 + 0.5 * u().abs()),
+        }
+    }
+
+    /// The ticks of `from..=to` at which bodies 0 and 1 touch ([`Rules::in_contact`]), body 0
+    /// flying or gliding from `a`, body 1 from `b` or, if `still`, standing at `b`'s state.
+    fn touch_ticks(
+        rules: &Rules,
+        (a, b, still): (&Anchor, &Anchor, bool),
+        from: Tick,
+        to: Tick,
+    ) -> Vec<Tick> {
+        (from..=to)
+            .filter(|&t| {
+                let x = rules.flight(a, t);
+                let y = if still { b.state } else { rules.flight(b, t) };
+                rules.in_contact(0, &x, 1, &y)
+            })
+            .collect()
+    }
+
+    /// The radius of the sphere around body `i`'s shape.
+    fn extent(rules: &Rules, i: usize) -> f32 {
+        match rules.shapes[i] {
+            Shape::Sphere { radius } => radius,
+            ref other => crate::geometry::shape_extent(other),
+        }
+    }
+
+    /// A random glide for the tests below: a substep of `len` ticks (a power of two up to 16)
+    /// from `state` at tick 100, moving by up to `reach` metres and turning up to a radian and
+    /// a half.
+    fn random_glide(u: &mut dyn FnMut() -> f32, state: BodyState, reach: f32) -> Anchor {
+        let len = 1 << ((u().abs() * 4.99) as u32);
+        let by = Move {
+            position: Vec3::new(u(), u(), u()) * reach,
+            rotation: Quat::from_scaled_axis(Vec3::new(u(), u(), u()) * 0.9).normalize(),
+        };
+        Anchor::gliding(100, state, by, len)
+    }
+
+    /// Rule 1 over a glide (issue #32), against every tick of it: random bodies (spheres,
+    /// boxes, cylinders), starts far from the origin or near it, moves short or long, fast or
+    /// slow solved velocities, over any part of a substep of 1 to 16 ticks. The glide's box
+    /// must hold every tick's box of rule 1, in f32 (one ulp short is a missed contact).
+    #[test]
+    fn a_glide_bounds_every_tick_of_its_substep() {
+        use crate::scene::{BodySpec, SceneBuilder};
+        let mut rng = SplitMix64::new(32);
+        for case in 0..5000 {
+            let mut u = || rng.next_signed();
+            let shape = match case % 3 {
+                0 => BodySpec::sphere(0.05 + u().abs()),
+                1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() + 0.05),
+                _ => BodySpec::cylinder(0.05 + u().abs(), 0.05 + u().abs()),
+            };
+            let far = [20.0, 5000.0, 75_000.0][case % 3 / 2 + case % 5 / 4];
+            let scene = SceneBuilder::new()
+                .gravity(Vec3::new(0.0, -9.81, 0.0))
+                .body(shape.position(Vec3::ZERO))
+                .build()
+                .unwrap();
+            let rules = Rules::new(&scene).unwrap();
+            let speed = [0.01, 2.0, 60.0][case % 3];
+            let state = BodyState {
+                position: Vec3::new(u(), u(), u()) * far,
+                rotation: Quat::from_scaled_axis(Vec3::new(u(), u(), u()) * 3.0).normalize(),
+                velocity: Vec3::new(u(), u(), u()) * speed,
+                angular_velocity: Vec3::new(u(), u(), u()) * 40.0,
+            };
+            let reach = [1e-4, 0.01, 1.0][case % 7 % 3];
+            let a = random_glide(&mut u, state, reach);
+            let len = a.glide.unwrap().len;
+            let from = 100 + (u().abs() * len as f32) as Tick;
+            let to = from + (u().abs() * (100 + len - from) as f32) as Tick;
+            let bx = rules.span_aabb(&rules.span(0, &a, from, to));
+            for t in from..=to {
+                let b = rules.aabb(0, &rules.flight(&a, t));
+                assert!(
+                    bx.min.cmple(b.min).all() && bx.max.cmpge(b.max).all(),
+                    "case {case}, tick {t} of {from}..={to} (len {len}): {b:?} outside {bx:?}"
+                );
+            }
+        }
+    }
+
+    /// Rule 2 over an interval with a glide (issue #32): whenever [`Rules::near_ticks`] bounds
+    /// where a glide and another body (gliding, flying or still) may touch, they touch at no
+    /// tick outside it ([`Rules::in_contact`], in f32). Random pairs near each other or
+    /// grazing, near the origin or 5 km from it, over any part of a substep; and most pairs
+    /// that do not touch are called apart or narrowed.
+    #[test]
+    fn a_glide_touches_only_where_near_ticks_says() {
+        use super::super::tvht::Motion;
+        use crate::scene::SceneBuilder;
+        let mut rng = SplitMix64::new(78);
+        let (mut touched, mut apart) = (0, 0);
+        for case in 0..6000 {
+            let mut u = || rng.next_signed();
+            let (sa, sb) = (pair_shape(case, &mut u), pair_shape(case / 3, &mut u));
+            let scene = SceneBuilder::new()
+                .gravity(Vec3::new(0.0, -9.81, 0.0))
+                .body(sa.position(Vec3::ZERO))
+                .body(sb.position(Vec3::new(5.0, 0.0, 0.0)))
+                .build()
+                .unwrap();
+            let rules = Rules::new(&scene).unwrap();
+            let origin = if case % 4 == 0 {
+                Vec3::new(u(), u(), u()) * 5000.0
+            } else {
+                Vec3::new(u(), u(), u()) * 20.0
+            };
+            let state = |u: &mut dyn FnMut() -> f32, spread: f32| BodyState {
+                position: origin + Vec3::new(u(), u(), u()) * spread,
+                rotation: Quat::from_scaled_axis(Vec3::new(u(), u(), u()) * 3.0).normalize(),
+                velocity: Vec3::new(u(), u(), u()) * 3.0,
+                angular_velocity: Vec3::new(u(), u(), u()) * 5.0,
+            };
+            let sa0 = state(&mut u, 0.0);
+            let a = random_glide(&mut u, sa0, 0.5);
+            let len = a.glide.unwrap().len;
+            let from = 100 + (u().abs() * len as f32) as Tick;
+            let to = from + (u().abs() * (100 + len - from) as f32) as Tick;
+            let spread = [0.3, 1.0, 3.0][case % 3];
+            let sb0 = state(&mut u, spread);
+            let b = match case % 3 {
+                0 => random_glide(&mut u, sb0, 0.5),
+                _ => Anchor::at(100, sb0),
+            };
+            // `b` glides with a substep as long as `a`'s, or flies, or stands still.
+            let mut b = match b.glide {
+                Some(g) => Anchor::gliding(100, b.state, g.by, len),
+                None => b,
+            };
+            let still = case % 3 == 2;
+            if case % 2 == 1 {
+                // A near miss or a graze: at a tick `k` of the interval the centres are `f`
+                // times the sum of the bounding radii apart, `f` in 0.6..1.6.
+                let k = from + (u().abs() * (to - from) as f32) as Tick;
+                let gap = (extent(&rules, 0) + extent(&rules, 1)) * (1.1 + 0.5 * u());
+                let n = Vec3::new(u(), u(), u()).normalize_or(Vec3::X) * gap;
+                let target = rules.flight(&a, k).position - n;
+                // Back from tick `k` to b's anchor along its own motion.
+                b.state.position = target - (rules.flight(&b, k).position - b.state.position);
+            }
+            let mb = if still {
+                Motion::Still(&b.state)
+            } else {
+                Motion::Flying(&b)
+            };
+            let window = rules.near_ticks((0, Motion::Flying(&a)), (1, mb), from, to);
+            let mut any = false;
+            for t in touch_ticks(&rules, (&a, &b, still), from, to) {
+                any = true;
+                let (lo, hi) = window.unwrap_or_else(|| {
+                    panic!("case {case}: called apart over {from}..={to}, touch at {t}")
+                });
+                assert!(
+                    (lo..=hi).contains(&t),
+                    "case {case}: near only at {lo}..={hi} of {from}..={to}, touch at {t}"
+                );
+            }
+            touched += usize::from(any);
+            apart += usize::from(window.is_none());
+        }
+        assert!(
+            touched > 500 && apart > 500,
+            "touched {touched}, apart {apart} of 6000"
         );
     }
 

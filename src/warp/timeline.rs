@@ -12,12 +12,14 @@
 //! a *span segment* is one body flying from one anchor through ticks `from..=to`, written to the
 //! TVHT as one record: it keeps the anchor, the record's box and tag, and computes a tick's state
 //! when asked ([`super::rules::Rules::flight`]), so a span costs what its events cost, not its
-//! ticks (DESIGN.md, "The two engines").
+//! ticks (DESIGN.md, "The two engines"). A *glide* is the span segment of a group's bodies
+//! inside a substep of its island solver: each body glides from its anchor (the substep's
+//! start and the solver's move, [`super::rules::Anchor::glide`]), one record per body.
 //!
 //! Invariants (checked by [`Timeline::validate`]): the segments cover `base ..= lvt` without gap
 //! or overlap, in tick order, none empty; a tick segment holds `bodies` states, boxes and tags per
 //! tick, and one anchor per tick (single bodies) or one island per tick (groups), never both; a
-//! span segment is a single body's.
+//! span segment holds one anchor and box per body, and a group's its island.
 
 use super::Tick;
 use super::group_rules::Island;
@@ -39,15 +41,29 @@ struct TickSeg {
     islands: VecDeque<Arc<Island>>,
 }
 
-/// One body flying from `anchor` at every tick of the segment, written as one TVHT record with
-/// box `aabb` under `tag`; `island` is its group's (one body, no contact) with contact groups.
+/// Each body flying (or gliding) from its anchor at every tick of the segment, written as one
+/// TVHT record per body with its box, all under `tag`: a single body's span, or the glide of
+/// a group's bodies inside a substep; `island` is its group's with contact groups (a single
+/// body's: one body, no contact; a glide's: the substep's, which no tick of it changes).
 #[derive(Clone, Debug)]
 struct SpanSeg {
     ticks: u64,
-    anchor: Anchor,
-    aabb: Aabb,
+    /// Per body, in body order: its anchor and the box of its record.
+    paths: smallvec::SmallVec<[(Anchor, Aabb); 1]>,
     tag: u64,
     island: Option<Arc<Island>>,
+    /// A glide that reaches its substep's last tick: the island there (due again), if it is.
+    end: Option<Arc<Island>>,
+}
+
+impl SpanSeg {
+    /// The island at offset `i` of the segment.
+    fn island_at(&self, i: u64) -> Option<&Arc<Island>> {
+        match &self.end {
+            Some(e) if i + 1 == self.ticks => Some(e),
+            _ => self.island.as_ref(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -154,7 +170,7 @@ impl Timeline {
                 }
             }
             Data::Span(p) => {
-                let state = rules.flight(&p.anchor, t);
+                let state = rules.flight(&p.paths[j].0, t);
                 At {
                     state,
                     aabb: rules.aabb(body as usize, &state),
@@ -169,7 +185,7 @@ impl Timeline {
         let (s, i) = self.locate(t);
         match &s.data {
             Data::Ticks(d) => d.states[i * self.bodies + j],
-            Data::Span(p) => rules.flight(&p.anchor, t),
+            Data::Span(p) => rules.flight(&p.paths[j].0, t),
         }
     }
 
@@ -187,7 +203,7 @@ impl Timeline {
         let (s, i) = self.locate(t);
         match &s.data {
             Data::Ticks(d) => d.anchors[i],
-            Data::Span(p) => p.anchor,
+            Data::Span(p) => p.paths[0].0,
         }
     }
 
@@ -196,7 +212,9 @@ impl Timeline {
         let (s, i) = self.locate(t);
         match &s.data {
             Data::Ticks(d) => &d.islands[i],
-            Data::Span(p) => p.island.as_ref().expect("a group's span keeps its island"),
+            Data::Span(p) => p
+                .island_at(i as u64)
+                .expect("a group's span keeps its island"),
         }
     }
 
@@ -204,7 +222,7 @@ impl Timeline {
     pub fn last_island(&self) -> Option<&Arc<Island>> {
         match &self.segs.back()?.data {
             Data::Ticks(d) => d.islands.back(),
-            Data::Span(p) => p.island.as_ref(),
+            Data::Span(p) => p.island_at(p.ticks - 1),
         }
     }
 
@@ -309,25 +327,59 @@ impl Timeline {
         tag: u64,
         island: Option<Arc<Island>>,
     ) {
-        debug_assert!(self.bodies == 1 && from == self.lvt() + 1 && to >= from);
+        debug_assert!(self.bodies == 1);
+        let paths = [(anchor, aabb)].into_iter().collect();
+        self.push_paths(from, to, paths, tag, (island, None));
+    }
+
+    /// Appends the glide of a group's bodies: ticks `from..=to` (from the one after the LVT),
+    /// each body (in body order) gliding from its anchor, written as one record per body with
+    /// its box under `tag`, all in the substep's `island`, but for the substep's last tick if
+    /// the glide reaches it (`end`: the island there).
+    pub fn push_glide(
+        &mut self,
+        from: Tick,
+        to: Tick,
+        paths: &[(Anchor, Aabb)],
+        tag: u64,
+        island: Arc<Island>,
+        end: Option<Arc<Island>>,
+    ) {
+        debug_assert_eq!(paths.len(), self.bodies);
+        let paths = paths.iter().copied().collect();
+        self.push_paths(from, to, paths, tag, (Some(island), end));
+    }
+
+    fn push_paths(
+        &mut self,
+        from: Tick,
+        to: Tick,
+        paths: smallvec::SmallVec<[(Anchor, Aabb); 1]>,
+        tag: u64,
+        (island, end): (Option<Arc<Island>>, Option<Arc<Island>>),
+    ) {
+        debug_assert!(from == self.lvt() + 1 && to >= from);
         self.segs.push_back(Seg {
             from,
             data: Data::Span(SpanSeg {
                 ticks: to - from + 1,
-                anchor,
-                aabb,
+                paths,
                 tag,
                 island,
+                end,
             }),
         });
     }
 
-    /// The spans after tick `r`: each one's first tick after `r`, anchor, box and tag (what a
-    /// rollback to `r` cuts in the TVHT).
-    pub fn spans_after(&self, r: Tick) -> impl Iterator<Item = (Tick, Anchor, Aabb, u64)> + '_ {
+    /// The spans and glides after tick `r`: each one's first tick after `r`, its bodies'
+    /// anchors and boxes (in body order) and its tag (what a rollback to `r` cuts in the TVHT).
+    pub fn spans_after(
+        &self,
+        r: Tick,
+    ) -> impl Iterator<Item = (Tick, &[(Anchor, Aabb)], u64)> + '_ {
         self.segs.iter().filter_map(move |s| match &s.data {
             Data::Span(p) if s.from + p.ticks > r + 1 => {
-                Some((s.from.max(r + 1), p.anchor, p.aabb, p.tag))
+                Some((s.from.max(r + 1), &p.paths[..], p.tag))
             }
             _ => None,
         })
@@ -363,7 +415,12 @@ impl Timeline {
                 d.anchors.truncate(k.min(d.anchors.len()));
                 d.islands.truncate(k.min(d.islands.len()));
             }
-            Data::Span(p) => p.ticks = keep,
+            Data::Span(p) => {
+                if keep < p.ticks {
+                    p.end = None;
+                }
+                p.ticks = keep;
+            }
         }
     }
 
@@ -444,8 +501,16 @@ impl Timeline {
                         ));
                     }
                 }
-                Data::Span(_) if self.bodies != 1 => {
-                    return Err(format!("a span at {} of {} bodies", s.from, self.bodies));
+                Data::Span(p) if p.paths.len() != self.bodies => {
+                    return Err(format!(
+                        "a span at {} of {} bodies in a timeline of {}",
+                        s.from,
+                        p.paths.len(),
+                        self.bodies
+                    ));
+                }
+                Data::Span(p) if self.bodies > 1 && p.island.is_none() => {
+                    return Err(format!("a glide at {} without its island", s.from));
                 }
                 Data::Span(_) => {}
             }
