@@ -237,8 +237,8 @@ struct RunArgs {
     #[arg(long, value_name = "TICKS")]
     tvht_span: Option<u64>,
     /// Warp engine: the longest span, in ticks, that a body with nothing near it flies as one
-    /// TVHT record (0: every tick written on its own). Frames are the same for any; speed
-    /// differs [default: as far as the entity's lead]
+    /// TVHT record, or a group glides through a substep (0: every tick written on its own).
+    /// Frames are the same for any; speed differs [default: as far as the entity's lead]
     #[arg(long, value_name = "TICKS")]
     max_span: Option<u64>,
     /// Warp engine with contact groups: the island solver's substep, in ticks (a power of two
