@@ -76,8 +76,10 @@
 //!   so they too are written as span records, one per body, their anchors carrying the
 //!   solver's move ([`Anchor::glide`](super::rules::Anchor::glide); a glide's box,
 //!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
-//!   solver steps it at a due tick into a substep of at least [`MIN_GLIDE`] ticks, awake, the
-//!   group writes the ticks before and glides the substep's ticks from there at once, through
+//!   solver steps it at a due tick into a substep of at least [`MIN_GLIDE`] ticks, awake and
+//!   not at rest (a pile at rest is left tick by tick: its glide names the cells of all its
+//!   bodies and walks past its own earlier records there, which cost more than its entries),
+//!   the group writes the ticks before and glides the substep's ticks from there at once, through
 //!   the substep's last tick unless it falls asleep there (the island there, due again, is
 //!   the glide's last: [`Timeline::push_glide`]). A glide stops, like a span, at the first
 //!   tick that touches another entity's body; the next step takes that tick's contacts as
@@ -1160,13 +1162,15 @@ impl Entity {
     }
 
     /// Whether a group standing in island `isl` at tick `t` may glide from there (see
-    /// "Glides"): inside a substep with at least [`MIN_GLIDE`] ticks to go, awake, spans on.
+    /// "Glides"): inside a substep with at least [`MIN_GLIDE`] ticks to go, awake, not at rest
+    /// (rule 5's counter at 0), spans on.
     fn may_glide(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> bool {
         let reach = far.min(t.saturating_add(env.max_span));
         isl.substep
             .as_ref()
             .is_some_and(|s| s.until.min(reach) >= t + MIN_GLIDE)
             && !isl.asleep
+            && isl.rest_ticks == 0
             && env.max_span > 0
             && env.tvht.sleep_records()
     }
