@@ -1103,7 +1103,7 @@ impl Entity {
             }
             // Solved at `t` into a substep: its ticks glide (see "Glides"), from `t` once the
             // ticks before it are written.
-            if glides && solved && self.may_glide(env, &work, t, far) {
+            if glides && solved && self.glide_reach(env, &work, t, far).is_some() {
                 glide_at = Some((t, Arc::new(work)));
                 break;
             }
@@ -1161,18 +1161,19 @@ impl Entity {
         self.glide_from(env, isl, far, send)
     }
 
-    /// Whether a group standing in island `isl` at tick `t` may glide from there (see
-    /// "Glides"): inside a substep with at least [`MIN_GLIDE`] ticks to go, awake, not at rest
-    /// (rule 5's counter at 0), spans on.
-    fn may_glide(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> bool {
-        let reach = far.min(t.saturating_add(env.max_span));
-        isl.substep
-            .as_ref()
-            .is_some_and(|s| s.until.min(reach) >= t + MIN_GLIDE)
+    /// How far a group standing in island `isl` at tick `t` may glide from there (see
+    /// "Glides"), if it may: inside a substep with at least [`MIN_GLIDE`] ticks to go (up to
+    /// the substep's last tick, `far` and `max_span`), awake, not at rest (rule 5's counter at
+    /// 0), spans on.
+    fn glide_reach(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> Option<Tick> {
+        let sub = isl.substep.as_ref()?;
+        let reach = sub.until.min(far).min(t.saturating_add(env.max_span));
+        (reach >= t + MIN_GLIDE
             && !isl.asleep
             && isl.rest_ticks == 0
             && env.max_span > 0
-            && env.tvht.sleep_records()
+            && env.tvht.sleep_records())
+        .then_some(reach)
     }
 
     /// The glide of a group standing in island `isl` (inside a substep) at its LVT: its bodies
@@ -1189,14 +1190,11 @@ impl Entity {
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<bool, String> {
         let lvt = self.lvt();
-        if !self.may_glide(env, &isl, lvt, far) {
-            return Ok(false);
-        }
-        let (rules, from) = (env.rules, lvt + 1);
-        let Some(sub) = &isl.substep else {
+        let (Some(mut to), Some(sub)) = (self.glide_reach(env, &isl, lvt, far), &isl.substep)
+        else {
             return Ok(false);
         };
-        let mut to = sub.until.min(far).min(lvt.saturating_add(env.max_span));
+        let (rules, from) = (env.rules, lvt + 1);
         // The island at the substep's last tick, if the glide reaches it awake.
         let mut end = None;
         if to == sub.until {

@@ -592,6 +592,16 @@ impl Rules {
         free_flight(&a.state, self.gravity, n as f32 * self.dt)
     }
 
+    /// The radius of a sphere around body `i`'s shape at any rotation (its own radius for a
+    /// sphere, [`shape_extent`](crate::geometry::shape_extent) for the others): what bounds a
+    /// turning body over a span or an interval.
+    fn extent(&self, i: usize) -> f32 {
+        match self.shapes[i] {
+            Shape::Sphere { radius } => radius,
+            ref other => crate::geometry::shape_extent(other),
+        }
+    }
+
     /// Rule 1 over the ticks `from..=to` of a glide (`a.glide`, `a.tick <= from <= to <=
     /// a.tick + len`): its position moves along the line of its substep's move, monotonically
     /// in each axis and in f32 too (the share `n / len` rounds monotonically, and so do its
@@ -601,10 +611,7 @@ impl Rules {
     /// of their extent, as in [`Rules::span`].
     fn glide_span(&self, i: usize, a: &Anchor, from: Tick, to: Tick) -> SpanSweep {
         let (p0, p1) = (self.flight(a, from).position, self.flight(a, to).position);
-        let half = match self.shapes[i] {
-            Shape::Sphere { radius } => radius,
-            ref other => crate::geometry::shape_extent(other),
-        };
+        let half = self.extent(i);
         let v = a.state.velocity;
         let magnitude = p0.abs().max(p1.abs()) + Vec3::splat(half);
         let slack = magnitude * SPAN_SLACK + Vec3::splat(1e-6);
@@ -652,10 +659,7 @@ impl Rules {
                 }
             }
         }
-        let half = match self.shapes[i] {
-            Shape::Sphere { radius } => radius,
-            ref other => crate::geometry::shape_extent(other),
-        };
+        let half = self.extent(i);
         let magnitude = x.abs() + v.abs() * t1 + g.abs() * (0.5 * t1 * t1) + Vec3::splat(half);
         let slack = magnitude * SPAN_SLACK + Vec3::splat(1e-6);
         let (v0, v1) = (v + g * t0, v + g * t1);
@@ -766,13 +770,7 @@ impl Rules {
                 (p, z, z, (st.velocity.as_dvec3(), z), p.length() + r)
             }
         };
-        let radius = |i: usize| {
-            f64::from(match self.shapes[i] {
-                Shape::Sphere { radius } => radius,
-                ref other => crate::geometry::shape_extent(other),
-            })
-        };
-        let (ra, rb) = (radius(a), radius(b));
+        let (ra, rb) = (f64::from(self.extent(a)), f64::from(self.extent(b)));
         let (pa, va, ca, (wa0, wa1), size_a) = poly(ma, ra);
         let (pb, vb, cb, (wb0, wb1), size_b) = poly(mb, rb);
         let (d0, d1, d2) = (pa - pb, va - vb, ca - cb);
@@ -1235,7 +1233,7 @@ mod tests {
                 // A near miss or a graze: at a tick `k` of the interval the centres are
                 // `f` times the sum of the bounding radii apart, `f` in 0.6..1.6.
                 let k = from + (u().abs() * (to - from) as f32) as Tick;
-                let gap = (extent(&rules, 0) + extent(&rules, 1)) * (1.1 + 0.5 * u());
+                let gap = (rules.extent(0) + rules.extent(1)) * (1.1 + 0.5 * u());
                 let n = Vec3::new(u(), u(), u()).normalize_or(Vec3::X) * gap;
                 let at_k = rules.flight(&a, k).position - n;
                 b.state.position = if still {
@@ -1314,14 +1312,6 @@ mod tests {
                 rules.in_contact(0, &x, 1, &y)
             })
             .collect()
-    }
-
-    /// The radius of the sphere around body `i`'s shape.
-    fn extent(rules: &Rules, i: usize) -> f32 {
-        match rules.shapes[i] {
-            Shape::Sphere { radius } => radius,
-            ref other => crate::geometry::shape_extent(other),
-        }
     }
 
     /// A random glide for the tests below: a substep of `len` ticks (a power of two up to 16)
@@ -1434,7 +1424,7 @@ mod tests {
                 // A near miss or a graze: at a tick `k` of the interval the centres are `f`
                 // times the sum of the bounding radii apart, `f` in 0.6..1.6.
                 let k = from + (u().abs() * (to - from) as f32) as Tick;
-                let gap = (extent(&rules, 0) + extent(&rules, 1)) * (1.1 + 0.5 * u());
+                let gap = (rules.extent(0) + rules.extent(1)) * (1.1 + 0.5 * u());
                 let n = Vec3::new(u(), u(), u()).normalize_or(Vec3::X) * gap;
                 let target = rules.flight(&a, k).position - n;
                 // Back from tick `k` to b's anchor along its own motion.
