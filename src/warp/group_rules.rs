@@ -34,8 +34,8 @@
 //!    written with the state, as the TVHT entries of the warp engine carry it); a sleeping
 //!    group that is kicked wakes.
 //! 4. **Step in substeps.** A group solves its contacts in *substeps* of [`Rules::substep_at`]
-//!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, one tick
-//!    from any other tick, so that every group's substeps are aligned to absolute multiples of
+//!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, the ticks
+//!    up to the next multiple from any other tick, so that every group's substeps are aligned to absolute multiples of
 //!    `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
 //!    runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts the step into
 //!    solver substeps of [`SOLVER_TICKS`] (480 Hz; they take 4 of 240 Hz). A due or kicked group
@@ -53,7 +53,7 @@
 //!    its solved motion, one pure rule, so other entities meet the group's bodies at their tick.
 //!    In between, the group is *inside the substep* and does nothing at `k + n` unless it is
 //!    kicked there, or changes group; a kick inside the substep ends it, and the group solves
-//!    again from that tick (one-tick substeps up to the next multiple of `S`). A group with no
+//!    again from that tick (one substep to the next multiple of `S`). A group with no
 //!    contact at all (a body in flight) moves by rules 3 and 4 of [`super::rules`]: kicks, then
 //!    free flight, and is due again at the next tick. A sleeping group does not move at all.
 //! 5. **Sleep**: a group whose bodies all stay slower than [`SLEEP_SPEED`] (counting the speed

@@ -177,8 +177,8 @@ pub struct Rules {
     pub sleep: bool,
     /// The island solver's substep, in ticks (rule 4 of [`super::group_rules`]): a group with
     /// contacts solves them for this many ticks at once from every tick that is a multiple of
-    /// it, and for one tick from any other ([`Rules::substep_at`]). 1 steps every group tick by
-    /// tick. Committed frames depend on it, as on `sleep`.
+    /// it, and up to the next multiple from any other ([`Rules::substep_at`]). 1 steps every
+    /// group tick by tick. Committed frames depend on it, as on `sleep`.
     pub group_substep: u64,
 }
 
@@ -245,13 +245,13 @@ impl Rules {
         Ok(r)
     }
 
-    /// The length in ticks of a group's solver substep that starts at tick `k`: the group
-    /// substep at its multiples (so that the substeps of every group are aligned, whenever it was
-    /// born), one tick elsewhere.
+    /// The length in ticks of a group's solver substep that starts at tick `k`: the ticks up
+    /// to the next multiple of the group substep, the whole group substep at a multiple (so
+    /// that the substeps of every group are aligned, whenever it was born or kicked).
     #[inline]
     pub fn substep_at(&self, k: Tick) -> u64 {
-        if self.group_substep > 1 && k % self.group_substep == 0 {
-            self.group_substep
+        if self.group_substep > 1 {
+            self.group_substep - k % self.group_substep
         } else {
             1
         }
