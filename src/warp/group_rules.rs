@@ -34,9 +34,10 @@
 //!    written with the state, as the TVHT entries of the warp engine carry it); a sleeping
 //!    group that is kicked wakes.
 //! 4. **Step in substeps.** A group solves its contacts in *substeps* of [`Rules::substep_at`]
-//!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, the ticks
-//!    up to the next multiple from any other tick, so that every group's substeps are aligned to absolute multiples of
-//!    `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
+//!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, and from any
+//!    other tick the largest power of two that divides it (1, 2, 4, 8 from an odd tick to
+//!    the next multiple of `S`), so that every group's substeps are aligned to absolute
+//!    multiples of `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
 //!    runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts the step into
 //!    solver substeps of [`SOLVER_TICKS`] (480 Hz; they take 4 of 240 Hz). A due or kicked group
 //!    at `k` adds its kicks to its bodies' velocities (canonical order), then solves its own
@@ -53,9 +54,9 @@
 //!    its solved motion, one pure rule, so other entities meet the group's bodies at their tick.
 //!    In between, the group is *inside the substep* and does nothing at `k + n` unless it is
 //!    kicked there, or changes group; a kick inside the substep ends it, and the group solves
-//!    again from that tick (one substep to the next multiple of `S`). A group with no
-//!    contact at all (a body in flight) moves by rules 3 and 4 of [`super::rules`]: kicks, then
-//!    free flight, and is due again at the next tick. A sleeping group does not move at all.
+//!    again from that tick (in substeps of [`Rules::substep_at`] up to the next multiple of
+//!    `S`). A group with no contact at all (a body in flight) moves by rules 3 and 4 of
+//!    [`super::rules`]: kicks, then free flight, and is due again at the next tick. A sleeping group does not move at all.
 //! 5. **Sleep**: a group whose bodies all stay slower than [`SLEEP_SPEED`] (counting the speed
 //!    their spin gives their farthest point) at the end of each of its substeps (each adds its
 //!    ticks) for [`TIME_TO_SLEEP`] falls asleep when it is next due; waking (a fusion with an
