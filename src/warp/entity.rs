@@ -76,9 +76,11 @@
 //!   so they too are written as span records, one per body, their anchors carrying the
 //!   solver's move ([`Anchor::glide`](super::rules::Anchor::glide); a glide's box,
 //!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
-//!   solver steps it at a due tick into a substep of at least [`MIN_GLIDE`] ticks, awake and
-//!   not at rest (a pile at rest is left tick by tick: its glide names the cells of all its
-//!   bodies and walks past its own earlier records there, which cost more than its entries),
+//!   solver steps it at a due tick into a whole group substep (one from a multiple of it:
+//!   the shorter ones after a kick or a birth between two multiples are left tick by tick) of
+//!   which at least [`MIN_GLIDE`] ticks are left, awake and not at rest (a pile at rest is
+//!   left tick by tick too: a glide names the cells of all the group's bodies and walks past
+//!   its own earlier records there, which costs more than a few ticks of entries),
 //!   the group writes the ticks before and glides the substep's ticks from there at once, through
 //!   the substep's last tick unless it falls asleep there (the island there, due again, is
 //!   the glide's last: [`Timeline::push_glide`]). A glide stops, like a span, at the first
@@ -1168,7 +1170,15 @@ impl Entity {
     fn glide_reach(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> Option<Tick> {
         let sub = isl.substep.as_ref()?;
         let reach = sub.until.min(far).min(t.saturating_add(env.max_span));
+        // A whole group substep only: the shorter ones follow a kick or a birth between two
+        // multiples ([`Rules::substep_at`]), where the glide's section over every body's
+        // buckets costs more than a few ticks of entries.
+        let whole = isl
+            .anchors
+            .first()
+            .is_some_and(|a| sub.until - a.tick == env.rules.group_substep);
         (reach >= t + MIN_GLIDE
+            && whole
             && !isl.asleep
             && isl.rest_ticks == 0
             && env.max_span > 0
