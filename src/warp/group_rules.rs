@@ -964,6 +964,40 @@ mod tests {
         }
     }
 
+    /// Rule 4's substeps, walked from every tick of a few multiples of every allowed group
+    /// substep `S` (1 to 16): each is a power of two of at most `S` ticks, starts at a
+    /// multiple of its own length (so every group's substeps line up, whatever tick it started
+    /// from), never steps over a multiple of `S`, is the whole `S` from a multiple, and a walk
+    /// from any tick reaches the next multiple of `S` in at most `log2 S` substeps (expected:
+    /// the multiple computed by division, not by the rule).
+    #[test]
+    fn substeps_realign_to_the_group_substep_within_log2_of_it_steps() {
+        let (mut rules, _) = bouncing(8);
+        for s in [1u64, 2, 4, 8, 16] {
+            rules.group_substep = s;
+            for start in 0..5 * s + 3 {
+                let next = start.div_ceil(s) * s;
+                let (mut k, mut steps) = (start, 0);
+                while k < next {
+                    let len = rules.substep_at(k);
+                    assert!(
+                        len.is_power_of_two() && len <= s,
+                        "S {s}: {len} ticks at {k}"
+                    );
+                    assert_eq!(k % len, 0, "S {s}: a substep of {len} from tick {k}");
+                    k += len;
+                    steps += 1;
+                }
+                assert_eq!(k, next, "S {s}: from {start} the substeps cross a multiple");
+                assert!(
+                    steps <= s.trailing_zeros().max(1) as usize,
+                    "S {s}: {steps} substeps from {start} to {next}"
+                );
+                assert_eq!(rules.substep_at(next), s, "S {s}: at the multiple {next}");
+            }
+        }
+    }
+
     fn bouncing(n: usize) -> (Rules, f32) {
         let scene = crate::scene::builtin("bouncing", Some(n)).unwrap();
         let half = crate::scene::bouncing_side(n) / 2.0;
