@@ -39,7 +39,7 @@
 //!    the next multiple of `S`), so that every group's substeps are aligned to absolute
 //!    multiples of `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
 //!    runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts the step into
-//!    solver substeps of [`SOLVER_TICKS`] (480 Hz; they take 4 of 240 Hz). A due or kicked group
+//!    solver substeps of [`SOLVER_TICKS`] (240 Hz, as theirs). A due or kicked group
 //!    at `k` adds its kicks to its bodies' velocities (canonical order), then solves its own
 //!    contacts and its static contacts for the `L` ticks of the substep from `k` with the
 //!    island solver (its contact data prepared once, then `ceil(L / SOLVER_TICKS)` solver
@@ -86,10 +86,11 @@ pub const SPLIT_TICKS: u32 = 16;
 /// 60 Hz step, chosen by measurement among 2, 4, 8 and 16 (`docs/results.md`): every one keeps
 /// the piles standing and lets them sleep, and 16 costs least.
 pub const GROUP_SUBSTEP: u64 = 16;
-/// The island solver cuts a group's substep into solver substeps of at most this many ticks
-/// (480 Hz): at 240 Hz (one solver substep per 4 ticks) the pile of `avalanche` 300 crept down
-/// its ramp and was still awake after 30 s, as the frame engine's at 240 Hz is after 20 s.
-pub const SOLVER_TICKS: u64 = 2;
+/// The island solver cuts a group's substep into solver substeps of at most this many ticks:
+/// 240 Hz, the rate of rapier3d's and Box2D v3's default (a 60 Hz step in 4 substeps). Chosen
+/// by measurement between 2 and 4 (`docs/results.md`): both keep the piles standing and let
+/// `avalanche` 300 fall asleep, and 4 costs less.
+pub const SOLVER_TICKS: u64 = 4;
 /// Contacts approaching slower than this (m/s) fuse their groups.
 pub const FUSE_SPEED: f32 = 0.5;
 /// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
