@@ -23,8 +23,8 @@
 //! (`warp::lead`). With either engine, resting islands or groups fall asleep unless `--sleep
 //! off`, with which nothing ever sleeps (the summary's first line then ends `sleep off`).
 //! Contact groups solve their contacts in steps of 16 ticks (60 Hz at 960 ticks per second,
-//! the solver at 240 Hz inside) unless `--group-substep` says another power of two up to 16 (1: tick by tick); the frames
-//! depend on it, and `resume` keeps the checkpoint's.
+//! the solver at 240 Hz inside) unless `--group-substep` says another power of two up to 16
+//! (1: tick by tick); the frames depend on it, and `resume` keeps the checkpoint's.
 //! `--bodies` resizes a built-in (an error for files), `--seconds` overrides `world.seconds`.
 //! `run` prints the summary on stdout (not with `--quiet`, which also hides the progress bar)
 //! and then, with `--checksum`, the line `checksum: <16 hex digits>`.

@@ -80,9 +80,9 @@
 //!   the shorter ones after a kick or a birth between two multiples are left tick by tick) of
 //!   which at least [`MIN_GLIDE`] ticks are left, awake and not at rest (a pile at rest is
 //!   left tick by tick too: a glide names the cells of all the group's bodies and walks past
-//!   its own earlier records there, which costs more than a few ticks of entries),
-//!   the group writes the ticks before and glides the substep's ticks from there at once, through
-//!   the substep's last tick unless it falls asleep there (the island there, due again, is
+//!   its own earlier records there, which costs more than a few ticks of entries), the group
+//!   writes the ticks before and glides the substep's ticks from there at once, through the
+//!   substep's last tick unless it falls asleep there (the island there, due again, is
 //!   the glide's last: [`Timeline::push_glide`]). A glide stops, like a span, at the first
 //!   tick that touches another entity's body; the next step takes that tick's contacts as
 //!   kicks, as tick by tick. No static test: static contacts are the solver's. The solve at a
@@ -1164,9 +1164,9 @@ impl Entity {
     }
 
     /// How far a group standing in island `isl` at tick `t` may glide from there (see
-    /// "Glides"), if it may: inside a substep with at least [`MIN_GLIDE`] ticks to go (up to
-    /// the substep's last tick, `far` and `max_span`), awake, not at rest (rule 5's counter at
-    /// 0), spans on.
+    /// "Glides"), if it may: inside a whole group substep (one from a multiple of it) with at
+    /// least [`MIN_GLIDE`] ticks to go (up to the substep's last tick, `far` and `max_span`),
+    /// awake, not at rest (rule 5's counter at 0), spans on.
     fn glide_reach(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> Option<Tick> {
         let sub = isl.substep.as_ref()?;
         let reach = sub.until.min(far).min(t.saturating_add(env.max_span));

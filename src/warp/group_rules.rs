@@ -37,10 +37,10 @@
 //!    ticks: the group substep `S` ([`GROUP_SUBSTEP`]) from every multiple of `S`, and from any
 //!    other tick the largest power of two that divides it (1, 2, 4, 8 from an odd tick to
 //!    the next multiple of `S`), so that every group's substeps are aligned to absolute
-//!    multiples of `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the narrow phase
-//!    runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts the step into
-//!    solver substeps of [`SOLVER_TICKS`] (240 Hz, as theirs). A due or kicked group
-//!    at `k` adds its kicks to its bodies' velocities (canonical order), then solves its own
+//!    multiples of `S` whenever it was born. `S = 16` ticks of 1/960 s is a 60 Hz step: the
+//!    narrow phase runs once a frame, as in rapier3d and Box2D v3, and the island solver cuts
+//!    the step into solver substeps of [`SOLVER_TICKS`] (240 Hz, as theirs). A due or kicked
+//!    group at `k` adds its kicks to its bodies' velocities (canonical order), then solves its own
 //!    contacts and its static contacts for the `L` ticks of the substep from `k` with the
 //!    island solver (its contact data prepared once, then `ceil(L / SOLVER_TICKS)` solver
 //!    substeps, with the bodies' rolling resistance mixed per contact as the larger of the two,
@@ -56,7 +56,8 @@
 //!    kicked there, or changes group; a kick inside the substep ends it, and the group solves
 //!    again from that tick (in substeps of [`Rules::substep_at`] up to the next multiple of
 //!    `S`). A group with no contact at all (a body in flight) moves by rules 3 and 4 of
-//!    [`super::rules`]: kicks, then free flight, and is due again at the next tick. A sleeping group does not move at all.
+//!    [`super::rules`]: kicks, then free flight, and is due again at the next tick. A sleeping
+//!    group does not move at all.
 //! 5. **Sleep**: a group whose bodies all stay slower than [`SLEEP_SPEED`] (counting the speed
 //!    their spin gives their farthest point) at the end of each of its substeps (each adds its
 //!    ticks) for [`TIME_TO_SLEEP`] falls asleep when it is next due; waking (a fusion with an
