@@ -10,7 +10,7 @@ use glam::Vec3;
 use timewarp::dynamics::BodyState;
 use timewarp::scene::{BodyDesc, Scene, Shape};
 use timewarp::sync::Backend;
-use timewarp::warp::group_rules::{Change, TIME_TO_SLEEP};
+use timewarp::warp::group_rules::TIME_TO_SLEEP;
 use timewarp::warp::reference::{GroupedRun, grouped_reference};
 use timewarp::warp::rules::Rules;
 use timewarp::warp::{BodyId, GroupGraph, GroupId, NewGroup, Tick};
@@ -39,10 +39,10 @@ fn run(bodies: Vec<BodyDesc>, seconds: f64) -> (Rules, GroupedRun) {
     run_every(bodies, seconds, 16)
 }
 
-/// The groups at tick `r` by the changes alone (from single bodies).
-fn partition_at(bodies: BodyId, changes: &[Change], r: Tick) -> Vec<Vec<BodyId>> {
-    let mut groups: Vec<Vec<BodyId>> = (0..bodies).map(|b| vec![b]).collect();
-    for c in changes.iter().filter(|c| c.tick <= r) {
+/// The groups at tick `r` by the changes alone (from the run's groups at tick 0).
+fn partition_at(run: &GroupedRun, r: Tick) -> Vec<Vec<BodyId>> {
+    let mut groups: Vec<Vec<BodyId>> = run.initial.clone();
+    for c in run.changes.iter().filter(|c| c.tick <= r) {
         groups.retain(|g| !c.before.contains(g));
         groups.extend(c.after.iter().cloned());
     }
@@ -54,11 +54,12 @@ fn live(graph: &GroupGraph) -> Vec<Vec<BodyId>> {
     graph.live().into_iter().map(|g| g.bodies).collect()
 }
 
-/// The changes replayed into a fresh island graph (each under both backends); the graph is
+/// The run's changes replayed into a fresh island graph of its groups at tick 0; the graph is
 /// validated after each and returned with the live groups' bodies at the end.
-fn replay(bodies: usize, changes: &[Change], backend: Backend) -> GroupGraph {
-    let graph = GroupGraph::new(backend, bodies, 0);
-    for c in changes {
+fn replay(bodies: usize, run: &GroupedRun, backend: Backend) -> GroupGraph {
+    let graph = GroupGraph::with_groups(backend, bodies, 0, &run.initial).unwrap();
+    graph.validate().unwrap();
+    for c in &run.changes {
         let parents: Vec<GroupId> = c
             .before
             .iter()
@@ -75,7 +76,7 @@ fn replay(bodies: usize, changes: &[Change], backend: Backend) -> GroupGraph {
 
 fn replay_matches(bodies: usize, run: &GroupedRun) {
     for &backend in Backend::COMPILED {
-        let graph = replay(bodies, &run.changes, backend);
+        let graph = replay(bodies, run, backend);
         let want: Vec<Vec<BodyId>> = run.islands.iter().map(|i| i.bodies.clone()).collect();
         assert_eq!(live(&graph), want, "{backend:?}: the graph's live groups");
     }
@@ -88,16 +89,35 @@ fn fused_at(run: &GroupedRun, a: BodyId, b: BodyId) -> Option<Tick> {
         .map(|c| c.tick)
 }
 
+/// A pyramid laid out touching (the built-in `pyramids`) is one group from the first tick and
+/// never changes; one whose rows start a millimetre apart fuses row by row as they land. Both
+/// stand and sleep.
 #[test]
-fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
+fn a_pyramid_is_one_group_stands_and_sleeps() {
     let mut bodies = vec![ground()];
     bodies.extend(pyramid(10, Vec3::ZERO));
     let (rules, run) = run(bodies, 3.0);
     let all: Vec<BodyId> = (0..55).collect();
-    assert_eq!(run.islands.len(), 1, "groups at the end: {:?}", run.islands);
-    assert_eq!(run.islands[0].bodies, all);
-    assert!(run.islands[0].asleep, "the pyramid is awake at 3 s");
-    // It fused within the first ticks (the rows settle on each other) and never split.
+    assert_eq!(run.initial, vec![all.clone()], "groups at tick 0");
+    assert!(run.changes.is_empty(), "{:?}", run.changes);
+    stands_and_sleeps(&rules, &run);
+}
+
+#[test]
+fn a_pyramid_with_rows_apart_fuses_into_one_group_stands_and_sleeps() {
+    let mut bodies = vec![ground()];
+    bodies.extend(pyramid_apart(10, Vec3::ZERO, 0.001));
+    let (rules, run) = run(bodies, 3.0);
+    // Each row is a group at tick 0 (its boxes touch side by side), and the rows fuse as they
+    // land on each other, within the first ticks; nothing splits.
+    let rows: Vec<Vec<BodyId>> = (0..10u32)
+        .map(|r| {
+            let first = (0..r).map(|q| 10 - q).sum::<u32>();
+            (first..first + 10 - r).collect()
+        })
+        .collect();
+    assert_eq!(run.initial, rows, "groups at tick 0");
+    assert!(run.changes.iter().any(|c| c.is_fusion()));
     assert!(
         run.changes.iter().all(|c| !c.is_fission()),
         "{:?}",
@@ -105,6 +125,15 @@ fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
     );
     let last = run.changes.last().map_or(0, |c| c.tick);
     assert!(last < TPS / 10, "last change at tick {last}");
+    stands_and_sleeps(&rules, &run);
+}
+
+/// The pyramid of 55 boxes of `run` ends as one group, asleep within 3 s, where it started.
+fn stands_and_sleeps(rules: &Rules, run: &GroupedRun) {
+    let all: Vec<BodyId> = (0..55).collect();
+    assert_eq!(run.islands.len(), 1, "groups at the end: {:?}", run.islands);
+    assert_eq!(run.islands[0].bodies, all);
+    assert!(run.islands[0].asleep, "the pyramid is awake at 3 s");
     let (slept, ref group) = run.sleeps[0];
     assert_eq!(group, &all);
     assert!(slept as f32 >= TIME_TO_SLEEP * TPS as f32 && slept <= 3 * TPS);
@@ -116,7 +145,7 @@ fn a_pyramid_fuses_into_one_group_stands_and_sleeps() {
     // Asleep means frozen: every frame after it fell asleep is the same.
     let first_asleep = slept.div_ceil(16) as usize;
     assert!(run.frames[first_asleep..].windows(2).all(|w| w[0] == w[1]));
-    replay_matches(55, &run);
+    replay_matches(55, run);
 }
 
 #[test]
@@ -163,7 +192,7 @@ fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
         "box 1 stayed on"
     );
     for &backend in Backend::COMPILED {
-        let graph = replay(3, &run.changes, backend);
+        let graph = replay(3, &run, backend);
         // A rollback of the piece holding box 1 to just before the split revives the group
         // that split; one to before the first fusion revives the single bodies (and deletes
         // every later group). Either way the live groups are the groups at that tick.
@@ -172,11 +201,7 @@ fn a_box_knocked_off_a_stack_splits_off_and_rollbacks_undo_it() {
             assert!(undo.deleted.iter().all(|g| g.birth > r), "{undo:?}");
             assert!(!undo.deleted.is_empty());
             graph.validate().unwrap();
-            assert_eq!(
-                live(&graph),
-                partition_at(3, &run.changes, r),
-                "rollback to {r}"
-            );
+            assert_eq!(live(&graph), partition_at(&run, r), "rollback to {r}");
         }
     }
 }

@@ -294,7 +294,14 @@ position = [0.7, 0.7, 0.7]
 #[test]
 fn the_parallelism_estimate_holds_with_many_workers() {
     for (name, n, ticks, groups) in [("bouncing", 500, 160, false), ("pyramids", 110, 320, true)] {
-        let scene = builtin(name, Some(n)).unwrap();
+        let mut scene = builtin(name, Some(n)).unwrap();
+        if groups {
+            // Rows a millimetre apart (laid out touching, each pyramid is one group from the
+            // first tick): they land on each other and fuse, with messages between groups.
+            for b in scene.bodies.iter_mut().filter(|b| !b.is_static) {
+                b.position.y = 0.5 + (b.position.y - 0.5) * 1.001;
+            }
+        }
         let plain = WarpConfig {
             threads: 1,
             backend: Backend::COMPILED[0],

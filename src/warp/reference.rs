@@ -60,7 +60,9 @@ pub fn reference_frames(rules: &Rules, frame_ticks: u64, end_tick: Tick) -> Vec<
 pub struct GroupedRun {
     /// The states of the dynamic bodies at every frame tick, as [`reference_frames`].
     pub frames: Vec<Vec<BodyState>>,
-    /// Every fusion and fission, in tick order.
+    /// The groups at tick 0 ([`initial_islands`]), each ascending, by smallest body.
+    pub initial: Vec<Vec<BodyId>>,
+    /// Every fusion and fission after it, in tick order.
     pub changes: Vec<Change>,
     /// Groups that fell asleep (the tick whose state they keep) and groups woken by a kick.
     pub sleeps: Vec<(Tick, Vec<BodyId>)>,
@@ -83,12 +85,14 @@ pub fn grouped_reference(
     let n = rules.bodies();
     let mut states = rules.initial.clone();
     let mut pairs = contact_candidates(rules, &states);
+    let islands = initial_islands(rules, &states, &pairs);
     let mut run = GroupedRun {
         frames: vec![states.clone()],
+        initial: islands.iter().map(|i| i.bodies.clone()).collect(),
         changes: Vec::new(),
         sleeps: Vec::new(),
         wakes: Vec::new(),
-        islands: initial_islands(rules, &states, &pairs),
+        islands,
     };
     let mut kicks: Vec<Vec<Kick>> = vec![Vec::new(); n];
     let mut island_of = vec![0usize; n];

@@ -58,7 +58,15 @@ pub fn unit_box() -> Shape {
     }
 }
 
+/// A pyramid of unit boxes, `base` in its lowest row, every box touching its neighbours and
+/// the ground (one group from the first tick, `initial_islands`).
 pub fn pyramid(base: usize, offset: Vec3) -> Vec<BodyDesc> {
+    pyramid_apart(base, offset, 0.0)
+}
+
+/// The same with each row `gap` metres above the one below (the lowest on the ground): the
+/// rows fall onto each other and fuse over the first ticks.
+pub fn pyramid_apart(base: usize, offset: Vec3, gap: f32) -> Vec<BodyDesc> {
     let mut v = Vec::new();
     for row in 0..base {
         let count = base - row;
@@ -66,7 +74,7 @@ pub fn pyramid(base: usize, offset: Vec3) -> Vec<BodyDesc> {
             let x = (i as f32 - (count as f32 - 1.0) * 0.5) * 1.0;
             v.push(body(
                 unit_box(),
-                offset + Vec3::new(x, 0.5 + row as f32, 0.0),
+                offset + Vec3::new(x, 0.5 + row as f32 * (1.0 + gap), 0.0),
                 1.0,
             ));
         }
@@ -93,8 +101,8 @@ pub fn landing_and_hit() -> Vec<BodyDesc> {
     ]
 }
 
-/// Boxes 0 and 1 stacked on the ground (they fuse as they settle); sphere 2 hits box 1 at
-/// 8 m/s.
+/// Boxes 0 and 1 stacked on the ground, box 1 a millimetre above box 0 (they fuse as it
+/// settles); sphere 2 hits box 1 at 8 m/s.
 pub fn knocked_stack() -> Vec<BodyDesc> {
     let mut ball = body(
         Shape::Sphere { radius: 0.25 },
@@ -105,7 +113,7 @@ pub fn knocked_stack() -> Vec<BodyDesc> {
     vec![
         ground(),
         body(unit_box(), Vec3::new(0.0, 0.5, 0.0), 1.0),
-        body(unit_box(), Vec3::new(0.0, 1.5, 0.0), 1.0),
+        body(unit_box(), Vec3::new(0.0, 1.501, 0.0), 1.0),
         ball,
     ]
 }
