@@ -67,6 +67,8 @@ controls=(
     "engine|unguarded_tvht|engine_tvht|tvht_write_write_stm|TVHT WRITES REPORTED THE CONTACT"
     "engine|unguarded_tvht|engine_tvht|tvht_sleep_write_locks|TVHT SLEEP AND WRITE REPORTED THE CONTACT"
     "engine|unguarded_tvht|engine_tvht|tvht_sleep_write_stm|TVHT SLEEP AND WRITE REPORTED THE CONTACT"
+    "engine|sleep_ignores_marks|engine_tvht|tvht_sleep_write_locks|TVHT SLEEP AND WRITE REPORTED THE CONTACT"
+    "engine|sleep_ignores_marks|engine_tvht|tvht_sleep_write_stm|TVHT SLEEP AND WRITE REPORTED THE CONTACT"
     "engine|unguarded_tvht|engine_tvht|tvht_write_delete_locks|TVHT DELETE LEFT THE WRONG ENTRIES"
     "engine|unguarded_tvht|engine_tvht|tvht_write_delete_stm|TVHT DELETE LEFT THE WRONG ENTRIES"
     "engine|unguarded_tvht|engine_tvht|tvht_wake_delete_locks|TVHT CONTACT GIVEN BACK"

@@ -18,7 +18,9 @@
 //! * `tvht_sleep_write_*` (sleep records, issue #5): entity 1 puts body 1 to sleep over ticks
 //!   `TICK - 1 ..= TICK + 1` (one record per cell) while entity 2 writes body 2 at `TICK`. The
 //!   contact is reported exactly once: to the write if the record came first, else to the
-//!   record, which then stops at `TICK`.
+//!   record, which then stops at `TICK`. (A nap names the cell's bucket of entries only once
+//!   the cell's mark says entries may be there, "Marks" in `span.rs`: here, where the write
+//!   came first.)
 //! * `tvht_wake_delete_*`: with that contact recorded, entity 1 wakes body 1 from `TICK` (a
 //!   rollback into its nap cuts the record) while entity 2 deletes its entry: exactly one of
 //!   the two gives the contact back.
@@ -32,7 +34,10 @@
 //! a write-back of stale bucket copies wipes out entity 2's entry (`TVHT DELETE LEFT THE
 //! WRONG ENTRIES []`); for `tvht_wake_delete_*` the one where the wake and the delete both
 //! read the contact's record before either wrote back, so both give it back (`TVHT CONTACT
-//! GIVEN BACK 2 TIMES`).
+//! GIVEN BACK 2 TIMES`). `TIMEWARP_BROKEN=sleep_ignores_marks` (a nap trusts the marks of
+//! entries it planned with: at first none, so it names no bucket of entries) must be caught
+//! by `tvht_sleep_write_*`, where the write came between the nap's plan and its section (`TVHT
+//! SLEEP AND WRITE REPORTED THE CONTACT 0 TIMES`).
 //!
 //! Preemption bounds: the lock models are explored exhaustively (12 and 20 executions, the
 //! same from bound 4 to 30); the STM models at bound 3 (about 3,000 and 7,800 executions,

@@ -53,11 +53,11 @@ pub use table::{Table, View};
 /// box left that tick out), `span_cut_spares_its_tick` (a cut of a span gives back its
 /// contacts after the cut tick only, and keeps those at the tick), `span_ignores_marks` (a TVHT
 /// span trusts the marks of entries it planned with, and does not look at them again in its
-/// section).
+/// section), `sleep_ignores_marks` (the same for a nap's sleep records).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 12] = [
+    const KNOWN: [&str; 13] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_commit_min_outside",
@@ -70,6 +70,7 @@ pub(crate) fn broken(name: &str) -> bool {
         "span_last_tick_unmet",
         "span_cut_spares_its_tick",
         "span_ignores_marks",
+        "sleep_ignores_marks",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -118,9 +118,10 @@
 //!   the held ones. Mirtich's scheme (seed 001, Section 4.4) with rollback across both.
 //! * **Naps** (contact groups, issue #5): a group asleep at `LVT` with nothing to wake it there
 //!   does not compute or write tick after tick. It writes one *sleep record* per body
-//!   ([`Tvht::sleep`]) that puts it in the TVHT at every tick up to `LVT_ub`, and copies its
-//!   unchanged states into its queue; the record is extended by the next nap, and stops, like
-//!   a write, at the first tick where an awake body meets it. A rollback into a nap cuts its
+//!   ([`Tvht::sleep`]) that puts it in the TVHT at every tick up to the window (however long,
+//!   a nap costs its records, like a span), and keeps its unchanged states once in its queue
+//!   (a still segment of its [`Timeline`]); the record is extended by the next nap, and
+//!   stops, like a write, at the first tick where an awake body meets it. A rollback into a nap cuts its
 //!   records ([`Tvht::wake`]) and closes it: what is stepped again after that is written anew,
 //!   under a new tag.
 
@@ -665,12 +666,8 @@ impl Entity {
         debug_assert!(r < lvt && r >= self.line.base());
         let mut entries = std::mem::take(&mut self.scratch.entries);
         entries.clear();
-        let mut ticks = Vec::new();
-        for t in self.line.ticks_after(r) {
-            if !self.naps.iter().any(|n| n.from <= t && t < n.until) {
-                ticks.push(t);
-            }
-        }
+        // (The ticks of spans, glides and naps are records, cut below.)
+        let ticks: Vec<Tick> = self.line.ticks_after(r).collect();
         for &t in &ticks {
             self.entries_at(env.rules, t, &mut entries);
         }
@@ -1075,7 +1072,7 @@ impl Entity {
                 // (Rule 1 does not apply asleep: `work` is still `isl`.)
                 self.scratch.kicks = kicks;
                 self.scratch.entries = new;
-                return self.nap(env, ub, &cur, &boxes, isl, send);
+                return self.nap(env, far, &cur, &boxes, isl, send);
             }
             if work.asleep && !kicked {
                 self.stats.asleep_ticks += 1;
@@ -1251,9 +1248,9 @@ impl Entity {
         Ok(true)
     }
 
-    /// A nap from `LVT` towards `ub` (see "Naps"): the group, asleep at `LVT` at states `cur`
-    /// and boxes `boxes` with island `isl`, stays so at every tick up to `ub` or to the first
-    /// that meets an awake body.
+    /// A nap from `LVT` towards `ub` (the window, see "Naps"): the group, asleep at `LVT` at
+    /// states `cur` and boxes `boxes` with island `isl`, stays so at every tick up to `ub` or to
+    /// the first that meets an awake body.
     fn nap(
         &mut self,
         env: &Env<'_>,
@@ -1287,11 +1284,7 @@ impl Entity {
             .tvht
             .sleep(self.id, tag, from, ub, &bodies)
             .map_err(|e| format!("entity {} sleeps from tick {from}: {e}", self.id))?;
-        let tags = vec![tag; cur.len()];
-        for t in from..=last {
-            self.line
-                .push_tick(t, cur, boxes, &tags, None, Some(Arc::clone(&isl)));
-        }
+        self.line.push_still((from, last), cur, boxes, tag, isl);
         match self.naps.back_mut() {
             Some(n) if n.open && n.tag == tag => n.until = last + 1,
             _ => self.naps.push_back(Nap {

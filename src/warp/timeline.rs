@@ -14,12 +14,16 @@
 //! when asked ([`super::rules::Rules::flight`]), so a span costs what its events cost, not its
 //! ticks (DESIGN.md, "The two engines"). A *glide* is the span segment of a group's bodies
 //! inside a substep of its island solver: each body glides from its anchor (the substep's
-//! start and the solver's move, [`super::rules::Anchor::glide`]), one record per body.
+//! start and the solver's move, [`super::rules::Anchor::glide`]), one record per body. A
+//! *still segment* is a nap of a sleeping group: its bodies do not move, so it keeps one state,
+//! box and tag per body and its island for all its ticks (the TVHT holds them as sleep
+//! records), however many ticks the nap lasts.
 //!
 //! Invariants (checked by [`Timeline::validate`]): the segments cover `base ..= lvt` without gap
 //! or overlap, in tick order, none empty; a tick segment holds `bodies` states, boxes and tags per
 //! tick, and one anchor per tick (single bodies) or one island per tick (groups), never both; a
-//! span segment holds one anchor and box per body, and a group's its island.
+//! span segment holds one anchor and box per body, and a group's its island; a still segment
+//! one state and box per body.
 
 use super::Tick;
 use super::group_rules::Island;
@@ -66,10 +70,22 @@ impl SpanSeg {
     }
 }
 
+/// A sleeping group's nap: every body at one state and box at every tick of the segment, all
+/// under `tag`, in `island` (asleep).
+#[derive(Clone, Debug)]
+struct StillSeg {
+    ticks: u64,
+    states: Vec<BodyState>,
+    aabbs: Vec<Aabb>,
+    tag: u64,
+    island: Arc<Island>,
+}
+
 #[derive(Clone, Debug)]
 enum Data {
     Ticks(TickSeg),
     Span(SpanSeg),
+    Still(StillSeg),
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +100,7 @@ impl Seg {
         match &self.data {
             Data::Ticks(d) => (d.states.len() / bodies) as u64,
             Data::Span(s) => s.ticks,
+            Data::Still(s) => s.ticks,
         }
     }
 }
@@ -177,6 +194,11 @@ impl Timeline {
                     tag: p.tag,
                 }
             }
+            Data::Still(n) => At {
+                state: n.states[j],
+                aabb: n.aabbs[j],
+                tag: n.tag,
+            },
         }
     }
 
@@ -186,6 +208,7 @@ impl Timeline {
         match &s.data {
             Data::Ticks(d) => d.states[i * self.bodies + j],
             Data::Span(p) => rules.flight(&p.paths[j].0, t),
+            Data::Still(n) => n.states[j],
         }
     }
 
@@ -195,6 +218,7 @@ impl Timeline {
         match &s.data {
             Data::Ticks(d) => d.tags[i * self.bodies + j],
             Data::Span(p) => p.tag,
+            Data::Still(n) => n.tag,
         }
     }
 
@@ -204,6 +228,7 @@ impl Timeline {
         match &s.data {
             Data::Ticks(d) => d.anchors[i],
             Data::Span(p) => p.paths[0].0,
+            Data::Still(_) => unreachable!("a single body never naps"),
         }
     }
 
@@ -215,6 +240,7 @@ impl Timeline {
             Data::Span(p) => p
                 .island_at(i as u64)
                 .expect("a group's span keeps its island"),
+            Data::Still(n) => &n.island,
         }
     }
 
@@ -223,6 +249,7 @@ impl Timeline {
         match &self.segs.back()?.data {
             Data::Ticks(d) => d.islands.back(),
             Data::Span(p) => p.island_at(p.ticks - 1),
+            Data::Still(n) => Some(&n.island),
         }
     }
 
@@ -237,7 +264,9 @@ impl Timeline {
                 d.aabbs[k] = aabb;
                 d.tags[k] = tag;
             }
-            Data::Span(_) => unreachable!("a span's ticks are set by its record"),
+            Data::Span(_) | Data::Still(_) => {
+                unreachable!("a span's or a nap's ticks are set by its record")
+            }
         }
     }
 
@@ -313,6 +342,41 @@ impl Timeline {
             .extend((0..done.len()).map(|i| tag + (i / bodies) as u64));
         d.anchors.extend(anchors.iter().take(n).copied());
         d.islands.extend(islands.into_iter().take(n));
+    }
+
+    /// Appends a nap of a sleeping group: ticks `from..=to` (from the one after the LVT), every
+    /// body at `states` with boxes `aabbs` under `tag`, in `island`. Extends the last segment
+    /// if it is a nap under the same tag (a nap that goes on).
+    pub fn push_still(
+        &mut self,
+        (from, to): (Tick, Tick),
+        states: &[BodyState],
+        aabbs: &[Aabb],
+        tag: u64,
+        island: Arc<Island>,
+    ) {
+        debug_assert!(from == self.lvt() + 1 && to >= from);
+        debug_assert!(states.len() == self.bodies && aabbs.len() == self.bodies);
+        if let Some(Seg {
+            data: Data::Still(n),
+            ..
+        }) = self.segs.back_mut()
+            && n.tag == tag
+        {
+            debug_assert!(n.states == states && n.aabbs == aabbs);
+            n.ticks += to - from + 1;
+            return;
+        }
+        self.segs.push_back(Seg {
+            from,
+            data: Data::Still(StillSeg {
+                ticks: to - from + 1,
+                states: states.to_vec(),
+                aabbs: aabbs.to_vec(),
+                tag,
+                island,
+            }),
+        });
     }
 
     /// Appends the span of a single body: ticks `from..=to` (from the one after the LVT),
@@ -421,6 +485,7 @@ impl Timeline {
                 }
                 p.ticks = keep;
             }
+            Data::Still(n) => n.ticks = keep,
         }
     }
 
@@ -453,6 +518,7 @@ impl Timeline {
                 d.islands.drain(..n);
             }
             Data::Span(p) => p.ticks -= drop as u64,
+            Data::Still(n) => n.ticks -= drop as u64,
         }
     }
 
@@ -513,6 +579,13 @@ impl Timeline {
                     return Err(format!("a glide at {} without its island", s.from));
                 }
                 Data::Span(_) => {}
+                Data::Still(n) if n.states.len() != self.bodies || n.aabbs.len() != self.bodies => {
+                    return Err(format!("a nap at {} is ragged", s.from));
+                }
+                Data::Still(n) if !n.island.asleep => {
+                    return Err(format!("a nap at {} of an island awake", s.from));
+                }
+                Data::Still(_) => {}
             }
         }
         if next.is_none() {
@@ -528,6 +601,32 @@ mod tests {
     use crate::scene::{BodySpec, SceneBuilder, SplitMix64};
     use crate::warp::tvht::BodyEntry;
     use glam::{Quat, Vec3};
+
+    /// A rollback of `line` (`truncate`) or else a trim at a random tick it keeps, the same on
+    /// its `model` (entries by tick, ascending, `tick` of each).
+    fn cut_or_trim<M>(
+        line: &mut Timeline,
+        model: &mut Vec<M>,
+        tick: impl Fn(&M) -> Tick,
+        (rng, cut): (&mut SplitMix64, bool),
+    ) {
+        let (base, lvt) = (line.base(), line.lvt());
+        let t = base + rng.next_u64() % (lvt - base + 1);
+        if cut {
+            line.truncate(t);
+            model.retain(|m| tick(m) <= t);
+        } else {
+            line.trim(t);
+            model.retain(|m| tick(m) >= t);
+        }
+    }
+
+    /// `line` is valid and keeps the ticks of `model`.
+    fn keeps<M>(line: &Timeline, model: &[M], tick: impl Fn(&M) -> Tick) {
+        line.validate().unwrap();
+        let ends = (tick(&model[0]), tick(model.last().unwrap()));
+        assert_eq!((line.base(), line.lvt()), ends);
+    }
 
     /// Against a model that keeps every tick: random appends (ticks one at a time and in
     /// batches, spans), rollbacks and trims of one body's timeline; every tick kept answers its
@@ -600,30 +699,114 @@ mod tests {
                     }
                     tag += 1;
                 }
-                3 => {
-                    let base = line.base();
-                    let r = base + rng.next_u64() % (lvt - base + 1);
-                    line.truncate(r);
-                    model.retain(|m| m.0 <= r);
-                }
-                _ => {
-                    let base = line.base();
-                    let b = base + rng.next_u64() % (lvt - base + 1);
-                    line.trim(b);
-                    model.retain(|m| m.0 >= b);
-                }
+                k => cut_or_trim(&mut line, &mut model, |m| m.0, (&mut rng, k == 3)),
             }
-            line.validate().unwrap();
-            assert_eq!(
-                (line.base(), line.lvt()),
-                (model[0].0, model.last().unwrap().0)
-            );
+            keeps(&line, &model, |m| m.0);
             for &(t, want, anchor) in &model {
                 assert_eq!(line.at(&rules, 0, t, 0), want, "step {step}, tick {t}");
                 assert_eq!(line.state(&rules, t, 0), want.state);
                 assert_eq!(line.tag(t, 0), want.tag);
                 assert_eq!(line.anchor(t), anchor);
             }
+        }
+    }
+
+    /// A group's timeline against the same kind of model: ticks written one at a time, naps
+    /// (still segments) that go on under their tag or start under a new one, rollbacks into
+    /// them and trims; every tick kept answers each body's state, box and tag and the island
+    /// as the model does, and only the ticks written one at a time are `ticks_after`.
+    #[test]
+    fn a_group_timeline_with_naps_answers_every_tick_as_a_model() {
+        let scene = SceneBuilder::new()
+            .body(BodySpec::sphere(0.5))
+            .body(BodySpec::sphere(0.5))
+            .build()
+            .unwrap();
+        let rules = Rules::new(&scene).unwrap();
+        let mut rng = SplitMix64::new(9);
+        let states = |x: f32| {
+            [0.0, 3.0].map(|z| BodyState {
+                position: Vec3::new(x, 2.0, z),
+                rotation: Quat::IDENTITY,
+                velocity: Vec3::ZERO,
+                angular_velocity: Vec3::ZERO,
+            })
+        };
+        let boxes = |s: &[BodyState; 2]| [rules.aabb(0, &s[0]), rules.aabb(1, &s[1])];
+        let island = |asleep: bool, rest: u64| {
+            Arc::new(Island {
+                asleep,
+                rest_ticks: rest,
+                ..Island::single(0, Anchor::at(0, states(0.0)[0]))
+            })
+        };
+        // The model: per tick, each body's (state, box, tag), the island, and whether it was
+        // written one tick at a time.
+        type Tick2 = (Tick, [At; 2], Arc<Island>, bool);
+        let mut model: Vec<Tick2> = Vec::new();
+        let s0 = states(0.0);
+        let first = island(false, 0);
+        let mut line = Timeline::start(5, &s0, &boxes(&s0), &[0, 0], None, Some(first.clone()));
+        let at2 = |s: &[BodyState; 2], tag: u64| {
+            let b = boxes(s);
+            [0, 1].map(|j| At {
+                state: s[j],
+                aabb: b[j],
+                tag,
+            })
+        };
+        model.push((5, at2(&s0, 0), first, true));
+        let mut tag = 1u64;
+        for step in 0..1500 {
+            let lvt = line.lvt();
+            match rng.next_u64() % 5 {
+                0 => {
+                    let s = states(step as f32 * 0.01);
+                    let isl = island(false, step);
+                    line.push_tick(lvt + 1, &s, &boxes(&s), &[tag; 2], None, Some(isl.clone()));
+                    model.push((lvt + 1, at2(&s, tag), isl, true));
+                    tag += 1;
+                }
+                1 | 2 => {
+                    // A nap from the LVT's states: one that goes on keeps its tag.
+                    let (&(_, last, ref isl, _), n) =
+                        (model.last().unwrap(), 1 + rng.next_u64() % 90);
+                    let s = [last[0].state, last[1].state];
+                    let goes_on =
+                        line.last_island().is_some_and(|i| i.asleep) && rng.next_u64() % 2 == 0;
+                    let (nap_tag, isl) = if goes_on {
+                        (last[0].tag, isl.clone())
+                    } else {
+                        tag += 1;
+                        (tag - 1, island(true, step))
+                    };
+                    line.push_still((lvt + 1, lvt + n), &s, &boxes(&s), nap_tag, isl.clone());
+                    for t in lvt + 1..=lvt + n {
+                        model.push((t, at2(&s, nap_tag), isl.clone(), false));
+                    }
+                }
+                k => cut_or_trim(&mut line, &mut model, |m| m.0, (&mut rng, k == 3)),
+            }
+            keeps(&line, &model, |m| m.0);
+            for (t, want, isl, _) in &model {
+                for (j, w) in want.iter().enumerate() {
+                    assert_eq!(
+                        line.at(&rules, j as u32, *t, j),
+                        *w,
+                        "step {step}, tick {t}"
+                    );
+                    assert_eq!(line.state(&rules, *t, j), w.state);
+                    assert_eq!(line.tag(*t, j), w.tag);
+                }
+                assert!(Arc::ptr_eq(line.island(*t), isl), "step {step}, tick {t}");
+            }
+            let r = model[0].0;
+            let ticked: Vec<Tick> = model
+                .iter()
+                .filter(|m| m.3 && m.0 > r)
+                .map(|m| m.0)
+                .collect();
+            assert_eq!(line.ticks_after(r).collect::<Vec<_>>(), ticked);
         }
     }
 }

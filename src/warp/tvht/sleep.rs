@@ -22,7 +22,7 @@
 
 use super::cells::cells;
 use super::plan::push_distinct;
-use super::span::{involves, record_meets_spans, refining};
+use super::span::{Marked, SpanPlan, involves, record_meets_spans, refining};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
@@ -147,15 +147,41 @@ impl Tvht {
                 "empty sleep interval {from}..={to}"
             )));
         }
-        let mut keys = Vec::new();
-        let entries = EntrySlices {
-            from,
-            to,
-            marks: None,
-        };
-        let ranges = self.plan_sleep(from, bodies, Some(entries), &mut keys)?;
+        // A nap names the buckets of entries of a cell only at the slices below its mark,
+        // where entries may be ("Marks" in `span.rs`).
+        self.with_marks(
+            (from, to),
+            |entries, keys| self.plan_sleep(from, bodies, Some(entries), keys),
+            |plan| self.sleep_planned((entity, tag), (from, to), bodies, plan),
+        )
+    }
+
+    /// [`Tvht::sleep`]'s section for one plan: `keys`, split by `ranges` into each body's
+    /// sleep buckets, then each body's buckets of entries at the slices below the `marks` the
+    /// plan took.
+    fn sleep_planned(
+        &self,
+        (entity, tag): (EntityId, u64),
+        (from, to): (Tick, Tick),
+        bodies: &[BodyEntry],
+        (keys, ranges, marks): SpanPlan<'_>,
+    ) -> Result<Marked, TvhtError> {
         let (sleep, main) = ranges.split_at(bodies.len());
-        let out = self.section(&keys, |view, look| {
+        let out = self.section(keys, |view, look| {
+            // The marks: none may have risen past those planned with, at the nap's slices.
+            // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+            // `TIMEWARP_BROKEN=sleep_ignores_marks` (a loom negative control, see
+            // `sync::broken`): the nap trusts the marks it planned with.
+            #[cfg(timewarp_broken)]
+            let check = !crate::sync::broken("sleep_ignores_marks");
+            #[cfg(not(timewarp_broken))]
+            let check = true;
+            if check {
+                let recs = sleep.iter().flat_map(|ks| &keys[ks.clone()]);
+                if let Some(seen) = self.risen_marks(view, recs, marks, to) {
+                    return Ok(Marked::Again(seen));
+                }
+            }
             refining();
             // Check first: no entry or record of these bodies at these ticks, and a record to
             // extend keeps its box.
@@ -276,15 +302,18 @@ impl Tvht {
                 view.get_mut(k).met.push(c);
                 found.push(c);
             }
-            Ok((last, found))
+            Ok(Marked::Written(last, found))
         });
-        out.map(|(last, mut c)| {
-            self.refined_committed();
-            // Only the sleep buckets change (the others were only looked at).
-            let changed = sleep.iter().flat_map(|r| keys[r.clone()].iter().copied());
-            self.note(entity, last, changed);
-            c.sort_unstable_by_key(Contact::key);
-            (last, c)
+        out.map(|o| match o {
+            Marked::Written(last, mut c) => {
+                self.refined_committed();
+                // Only the sleep buckets change (the others were only looked at).
+                let changed = sleep.iter().flat_map(|r| keys[r.clone()].iter().copied());
+                self.note(entity, last, changed);
+                c.sort_unstable_by_key(Contact::key);
+                Marked::Written(last, c)
+            }
+            again => again,
         })
     }
 

@@ -54,10 +54,12 @@
 //! whose boxes overlap at a common tick has exactly one contact at that tick, in its owner
 //! cell's record-half bucket, and every such contact is one.
 
+use super::bucket::Bucket;
 use super::sleep::{EntrySlices, SleepRec};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
+use crate::sync::View;
 use crate::warp::rules::Anchor;
 
 /// How the table asks a span's state and box at a tick: the engine's rules (rule 4's flight
@@ -348,22 +350,84 @@ pub(super) fn involves(
             .any(|x| x.entity == entity && x.body == body && x.tag == tag)
 }
 
-/// A span request as planned: its keys, each body's record-half and entry ranges of them, and
-/// the marks planned with (by record-half bucket).
-type SpanPlan<'a> = (
+/// A span (or nap) request as planned: its keys, each body's record-half and entry ranges of
+/// them, and the marks planned with (by record-half bucket).
+pub(super) type SpanPlan<'a> = (
     &'a [usize],
     &'a [std::ops::Range<usize>],
     &'a [(usize, Tick)],
 );
 
-/// What a span's section did: wrote the spans (the last tick they reach, their contacts), or
-/// found a mark risen past those planned with (the marks it saw: plan again).
-enum SpanOut {
+/// Each body's ranges of a request's keys, as a plan gives them.
+type Ranges = Vec<std::ops::Range<usize>>;
+
+/// What the section of a record request (a span, a nap's sleep records) did: wrote its
+/// records (the last tick they reach, their contacts), or found a mark risen past those
+/// planned with (the marks it saw: plan again).
+pub(super) enum Marked {
     Written(Tick, Vec<Contact>),
     Again(Vec<(usize, Tick)>),
 }
 
 impl Tvht {
+    /// Plans a record request over ticks `..=to` (`plan` names its keys, given the slices of
+    /// entries to name) with the marks it last saw, at first their hints, and runs its
+    /// `section` on each plan until one writes (see "Marks").
+    pub(super) fn with_marks(
+        &self,
+        (from, to): (Tick, Tick),
+        mut plan: impl FnMut(EntrySlices<'_>, &mut Vec<usize>) -> Result<Ranges, TvhtError>,
+        mut section: impl FnMut(SpanPlan<'_>) -> Result<Marked, TvhtError>,
+    ) -> Result<(Tick, Vec<Contact>), TvhtError> {
+        let mut marks: Option<Vec<(usize, Tick)>> = None;
+        loop {
+            let mut keys = Vec::new();
+            let hinted = std::cell::RefCell::new(Vec::new());
+            let mark = |k: usize| match &marks {
+                Some(m) => m.iter().find(|m| m.0 == k).map_or(0, |m| m.1),
+                None => {
+                    let m = self.mark_hint(k).load(std::sync::atomic::Ordering::Relaxed);
+                    hinted.borrow_mut().push((k, m));
+                    m
+                }
+            };
+            let entries = EntrySlices {
+                from,
+                to,
+                marks: Some(&mark),
+            };
+            let ranges = plan(entries, &mut keys)?;
+            let marks = marks.get_or_insert_with(|| hinted.take());
+            match section((&keys[..], &ranges[..], &marks[..]))? {
+                Marked::Written(last, c) => return Ok((last, c)),
+                Marked::Again(seen) => *marks = seen,
+            }
+        }
+    }
+
+    /// In the section of a record request over ticks `..=to` planned with `marks`: the marks of
+    /// its record-half buckets `recs` if one of them has risen past what was planned at the
+    /// request's slices (entries may be there that the plan did not name), else `None`.
+    pub(super) fn risen_marks<'k>(
+        &self,
+        view: &mut View<'_, Bucket>,
+        recs: impl Iterator<Item = &'k usize>,
+        marks: &[(usize, Tick)],
+        to: Tick,
+    ) -> Option<Vec<(usize, Tick)>> {
+        let end = (to >> self.span_shift) + 1;
+        let mut seen: Vec<(usize, Tick)> = Vec::new();
+        for &k in recs {
+            if seen.iter().all(|s| s.0 != k) {
+                seen.push((k, view.get(k).marks));
+            }
+        }
+        let was = |k: usize| marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+        seen.iter()
+            .any(|&(k, m)| m.min(end) > was(k).min(end))
+            .then_some(seen)
+    }
+
     /// The table's [`Flight`]; an error if it has none (a span was asked of a table made
     /// without one).
     pub(super) fn flight(&self) -> Result<&dyn Flight, TvhtError> {
@@ -424,34 +488,11 @@ impl Tvht {
         if to < from {
             return Err(TvhtError::Config(format!("empty span {from}..={to}")));
         }
-        // The marks planned with, by record-half bucket: at first their hints, which the
-        // section checks (see "Marks").
-        let mut marks: Option<Vec<(usize, Tick)>> = None;
-        loop {
-            let mut keys = Vec::new();
-            let hinted = std::cell::RefCell::new(Vec::new());
-            let mark = |k: usize| match &marks {
-                Some(m) => m.iter().find(|m| m.0 == k).map_or(0, |m| m.1),
-                None => {
-                    let m = self.mark_hint(k).load(std::sync::atomic::Ordering::Relaxed);
-                    hinted.borrow_mut().push((k, m));
-                    m
-                }
-            };
-            let entries = EntrySlices {
-                from,
-                to,
-                marks: Some(&mark),
-            };
-            let ranges = self.plan_span(from, bodies, Some(entries), &mut keys)?;
-            let marks = marks.get_or_insert_with(|| hinted.take());
-            let plan = (&keys[..], &ranges[..], &marks[..]);
-            match self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan) {
-                Ok(SpanOut::Written(last, c)) => return Ok((last, c)),
-                Ok(SpanOut::Again(seen)) => *marks = seen,
-                Err(e) => return Err(e),
-            }
-        }
+        self.with_marks(
+            (from, to),
+            |entries, keys| self.plan_span(from, bodies, Some(entries), keys),
+            |plan| self.write_span_planned(entity, tag, (from, to), bodies, &stops, plan),
+        )
     }
 
     /// The section of [`Tvht::write_span`] over `keys` as planned: the spans written, or, if a
@@ -466,7 +507,7 @@ impl Tvht {
         bodies: &[SpanEntry],
         stops: &impl Fn(&Contact) -> bool,
         (keys, ranges, marks): SpanPlan<'_>,
-    ) -> Result<SpanOut, TvhtError> {
+    ) -> Result<Marked, TvhtError> {
         let flight = self.flight()?;
         let floor = self.floor();
         let (recs, main) = ranges.split_at(bodies.len());
@@ -480,17 +521,9 @@ impl Tvht {
             #[cfg(not(timewarp_broken))]
             let check = true;
             if check {
-                // Whether entries may be at the span's slices (below `end`) beyond those planned.
-                let end = (to >> self.span_shift) + 1;
-                let mut seen: Vec<(usize, Tick)> = Vec::new();
-                for &k in recs.iter().flat_map(|ks| &keys[ks.clone()]) {
-                    if seen.iter().all(|s| s.0 != k) {
-                        seen.push((k, view.get(k).marks));
-                    }
-                }
-                let was = |k: usize| marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
-                if seen.iter().any(|&(k, m)| m.min(end) > was(k).min(end)) {
-                    return Ok(SpanOut::Again(seen));
+                let recs = recs.iter().flat_map(|ks| &keys[ks.clone()]);
+                if let Some(seen) = self.risen_marks(view, recs, marks, to) {
+                    return Ok(Marked::Again(seen));
                 }
             }
             refining();
@@ -615,15 +648,15 @@ impl Tvht {
                 view.get_mut(k).met.push(c);
             }
             let met = met.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
-            Ok(SpanOut::Written(last, met))
+            Ok(Marked::Written(last, met))
         });
         out.map(|o| match o {
-            SpanOut::Written(last, mut c) => {
+            Marked::Written(last, mut c) => {
                 self.refined_committed();
                 // Only the record half changed, and its buckets dropped what lay behind the
                 // floor as they took the spans: nothing to note in the ledger.
                 c.sort_unstable_by_key(Contact::key);
-                SpanOut::Written(last, c)
+                Marked::Written(last, c)
             }
             again => again,
         })
