@@ -121,9 +121,9 @@
 //!   ([`Tvht::sleep`]) that puts it in the TVHT at every tick up to the window (however long,
 //!   a nap costs its records, like a span), and keeps its unchanged states once in its queue
 //!   (a still segment of its [`Timeline`]); the record is extended by the next nap, and
-//!   stops, like a write, at the first tick where an awake body meets it. A rollback into a nap cuts its
-//!   records ([`Tvht::wake`]) and closes it: what is stepped again after that is written anew,
-//!   under a new tag.
+//!   stops, like a write, at the first tick where an awake body meets it. A rollback into a
+//!   nap cuts its records ([`Tvht::wake`]) and closes it: what is stepped again after that is
+//!   written anew, under a new tag.
 
 use super::group_rules::{
     Island, PairKey, SPLIT_TICKS, apart_after, edges, fuses, group_manifolds, overlapping_pairs,
@@ -1248,13 +1248,13 @@ impl Entity {
         Ok(true)
     }
 
-    /// A nap from `LVT` towards `ub` (the window, see "Naps"): the group, asleep at `LVT` at
-    /// states `cur` and boxes `boxes` with island `isl`, stays so at every tick up to `ub` or to
-    /// the first that meets an awake body.
+    /// A nap from `LVT` towards `far` (the window, see "Naps"): the group, asleep at `LVT` at
+    /// states `cur` and boxes `boxes` with island `isl`, stays so at every tick up to `far` or
+    /// to the first that meets an awake body.
     fn nap(
         &mut self,
         env: &Env<'_>,
-        ub: Tick,
+        far: Tick,
         cur: &[BodyState],
         boxes: &[Aabb],
         isl: Arc<Island>,
@@ -1282,7 +1282,7 @@ impl Entity {
             .collect();
         let (last, found) = env
             .tvht
-            .sleep(self.id, tag, from, ub, &bodies)
+            .sleep(self.id, tag, from, far, &bodies)
             .map_err(|e| format!("entity {} sleeps from tick {from}: {e}", self.id))?;
         self.line.push_still((from, last), cur, boxes, tag, isl);
         match self.naps.back_mut() {

@@ -66,9 +66,9 @@
 //!    the timer never runs and no group ever sleeps.
 //!
 //! The groups at the first tick of a fresh run are the bodies in resting contact there, fused
-//! by rule 2 at that tick ([`initial_islands`]); a resumed run takes them from its checkpoint. So no group
-//! ever changes at its birth tick (what [`super::groups::GroupGraph`] requires), and a run cut
-//! and resumed at any tick makes the same groups as one that was not.
+//! by rule 2 at that tick ([`initial_islands`]); a resumed run takes them from its checkpoint.
+//! So no group ever changes at its birth tick (what [`super::groups::GroupGraph`] requires),
+//! and a run cut and resumed at any tick makes the same groups as one that was not.
 
 use super::groups::{components, root, union};
 use super::rules::{Anchor, Gauge, Kick, PLANE_SLACK, Rules, SPAN_SLACK, SpanSweep};
