@@ -192,8 +192,13 @@ fn head_on_collision_swaps_velocities() {
 /// never starves while an entity can step, so it never raises the lead, and entities that
 /// step tick by tick (no spans) stay within the floor of the lead (at most 64 ticks; with the
 /// full window of 256 they run further ahead; spans fly up to the window by design, see
-/// "Spans" in `warp::entity`); 32 workers on 100 entities starve, idle for more than 5% of
-/// their time, and raise it, never past the window.
+/// "Spans" in `warp::entity`); 32 workers on 100 entities stepping tick by tick starve, idle
+/// for more than 5% of their time, and raise it, never past the window. (Tick by tick, because
+/// that is where the lead holds entities back: with spans they fly up to the window, and
+/// whether 32 workers then find an entity waiting at the lead depends on how the two cores
+/// schedule them; it raised the lead in 2 of 3 command-line runs with three busy loops
+/// competing, and failed this test once in CI. Tick by tick it raised it 3-9 times in each of 6
+/// such runs.)
 #[test]
 fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
     use timewarp::warp::lead::LEAD_FLOOR;
@@ -235,8 +240,11 @@ fn the_adaptive_lead_keeps_the_frames_and_follows_the_workers() {
         "the full window: mean LVT - GVT {} ({full:?})",
         full.mean_lead()
     );
-    let many = run(32, false);
-    assert!(many.lead.raised > 0, "32 workers never starved: {many:?}");
+    let many = run_spans(32, false, Some(0));
+    assert!(
+        many.lead.raised > 0 && many.entities.spans == 0,
+        "32 workers never starved: {many:?}"
+    );
 }
 
 /// Two spheres held apart on a diagonal, without gravity: their boxes overlap at every tick,
