@@ -442,7 +442,7 @@ fn determinism_pyramids_1100_and_avalanche_300() {
 
 /// Every pyramid of `n` boxes stands 10 s (mean height within 1% of the start, no box moved
 /// more than 5 cm) and every group is asleep by 3 s: from there on every frame is the same.
-/// `window`: the warp window (`None`: the scene's, 256 ticks).
+/// `window`: the warp window (`None`: the scene's, 1024 ticks).
 fn pyramids_stand_and_sleep(n: usize, window: Option<u64>) {
     use timewarp::scene::builtin;
     let scene = builtin("pyramids", Some(n)).unwrap();
@@ -498,7 +498,7 @@ fn pyramids_1100_stand_and_sleep() {
 
 /// `pyramids` 10010, as above, with a window of 32 ticks: what the engine holds in flight is
 /// about (bodies x window) states, entries and records, and a contact group keeps its island
-/// (contacts and impulses) per tick, so at the scene's 256 ticks this run passed 8 GB here
+/// (contacts and impulses) per tick, so at a window of 256 ticks this run once passed 8 GB here
 /// (2.2 GB at 32; the frames do not depend on the window). About 5 minutes in release on 2
 /// cores: `cargo test --release --all-features --test warp_groups -- --ignored --nocapture pyramids_10010`.
 #[test]

@@ -14,7 +14,7 @@
 //!
 //! - `parallel`: column A (ceil(N/2) spheres) at x = 1.5 i, y = 0, z = 0, velocity +2 x;
 //!   column B (floor(N/2)) at x = 1.5 i, z = 3, velocity -2 x. No static bodies. A window of
-//!   1024 ticks (the others keep DESIGN's 256): see `PARALLEL_WINDOW`.
+//!   1024 ticks (as `pyramids`; the others keep DESIGN's 256): see `PARALLEL_WINDOW`.
 //! - `cylinders`: sphere n at x = -5.4 + 1.2 (n mod 10), z = -5.4 + 1.2 ((n / 10) mod 10),
 //!   y = 8 + 1.2 (n / 100); cylinders rotated +90 degrees about x (local y onto world z) in the
 //!   order x = -6, -3, 0, 3, 6; then the ground plane.
@@ -28,7 +28,7 @@
 //!   (x) and `ceil(P / cols)` rows (z), 12 m apart, centred on the origin; pyramid p in column
 //!   p mod cols, row p / cols. Row r (0..9) of a pyramid holds 10 - r boxes centred on the
 //!   pyramid's x, at y = 0.5 + r, touching. Boxes are listed by column, then row r, then pyramid,
-//!   then x. Then the ground plane.
+//!   then x. Then the ground plane. A window of 1024 ticks: see `PYRAMIDS_WINDOW`.
 //! - `avalanche`: ceil(N/2) spheres (r 0.4) then floor(N/2) boxes (half-extents 0.4), each kind
 //!   on a lattice of 5 (x, 2 m apart) x 15 (z, 1 m apart) per layer (y, 1 m apart), spheres at
 //!   x = 24, 26, .., 32 and boxes at x = 25, 27, .., 33, z = -7..7, from y = 21 up. The ramp is
@@ -209,6 +209,15 @@ fn ground(b: SceneBuilder) -> SceneBuilder {
 /// for 1.8x / 1.15x the resident set; `bouncing` gained nothing, so the others keep 256).
 const PARALLEL_WINDOW: u32 = 1024;
 
+/// `pyramids`' window: its piles fall asleep within a few seconds and then cost what their naps
+/// cost, and a sleeping group naps as far as the window (`warp::entity`, "Naps"), each nap its
+/// sleep records, however long. With 1024 ticks instead of 256, `pyramids` 1100's asleep
+/// seconds cost 56% fewer instructions (`docs/results.md`, 2026-11-29, midday); its awake
+/// seconds, with sleep on or off, the same. `cylinders` and `avalanche` keep 256: 1024 cost
+/// `cylinders` 500 1.4% more over 4 s, and moved `avalanche` 300 by less than its noise in wall
+/// time (0.3% more instructions over 3 s, 1.0% fewer over 10 s).
+const PYRAMIDS_WINDOW: u32 = 1024;
+
 fn parallel(b: SceneBuilder, n: usize) -> SceneBuilder {
     let (a, rest) = (n.div_ceil(2), n / 2);
     let mut b = b
@@ -320,7 +329,7 @@ fn pyramids(b: SceneBuilder, n: usize) -> SceneBuilder {
         half_extents: Some([0.5; 3]),
         ..materials(None)
     };
-    let mut b = b.defaults(defaults);
+    let mut b = b.defaults(defaults).window(PYRAMIDS_WINDOW);
     let centre = |i: usize, count: usize| (i as f32 - (count - 1) as f32 / 2.0) * 12.0;
     for ix in 0..cols {
         let in_column = (0..p).filter(|q| q % cols == ix).count();
