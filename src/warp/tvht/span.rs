@@ -595,12 +595,15 @@ impl Tvht {
                 // Sleep records and spans, in its record-half buckets.
                 for &k in &keys[recs[j].clone()] {
                     let bucket = view.get(k);
-                    let held = (bucket.records.iter().map(|r| r as &dyn Held))
-                        .chain(bucket.spans.iter().map(|s| s as &dyn Held));
+                    // Others' records only, passed over before any call through `Held`: in a
+                    // group's buckets most records are the group's own.
+                    let records = bucket.records.iter().filter(|r| r.entity != entity);
+                    let spans = bucket.spans.iter().filter(|s| s.entity != entity);
+                    let held =
+                        (records.map(|r| r as &dyn Held)).chain(spans.map(|s| s as &dyn Held));
                     for o in held {
-                        let (who, (f, u), b) = o.held();
-                        if who == entity
-                            || !b.overlaps(&me.aabb)
+                        let (_, (f, u), b) = o.held();
+                        if !b.overlaps(&me.aabb)
                             || self.sleep_slot(self.owner_cell(&b, &me.aabb)) != k
                         {
                             continue;
