@@ -212,7 +212,7 @@ const PARALLEL_WINDOW: u32 = 1024;
 /// `pyramids`' window: its piles fall asleep within a few seconds and then cost what their naps
 /// cost, and a sleeping group naps as far as the window (`warp::entity`, "Naps"), each nap its
 /// sleep records, however long. With 1024 ticks instead of 256, `pyramids` 1100's asleep
-/// seconds cost 56% fewer instructions (`docs/results.md`, 2026-11-29, midday); its awake
+/// seconds cost 56% fewer instructions (`docs/results.md`, 2026-11-29, late morning); its awake
 /// seconds, with sleep on or off, the same. `cylinders` and `avalanche` keep 256: 1024 cost
 /// `cylinders` 500 1.4% more over 4 s, and moved `avalanche` 300 by less than its noise in wall
 /// time (0.3% more instructions over 3 s, 1.0% fewer over 10 s).
