@@ -1115,7 +1115,8 @@ mod tests {
     }
 
     /// Rule 1 and 2b over a span, against every tick of it: random bodies (spheres, boxes,
-    /// cylinders), anchors far from the origin or near it, fast or slow, spinning, under
+    /// cylinders), anchors near the origin, kilometres from it or 75 km from it (the far end of
+    /// `parallel` 100,000, where an ulp of a position is 8 mm), fast or slow, spinning, under
     /// gravity of any direction, and spans of 1 to 2048 ticks starting at any distance from
     /// their anchor. The span's box must hold every tick's box of rule 1 (in f32, where a box
     /// one ulp short is a missed contact), and a span found clear of the static bodies (a
@@ -1133,7 +1134,11 @@ mod tests {
                 1 => BodySpec::cuboid(Vec3::new(u(), u(), u()).abs() + 0.05),
                 _ => BodySpec::cylinder(0.05 + u().abs(), 0.05 + u().abs()),
             };
-            let far = if case % 5 == 0 { 5000.0 } else { 20.0 };
+            let far = match case % 10 {
+                0 => 75_000.0,
+                5 => 5000.0,
+                _ => 20.0,
+            };
             let scene = SceneBuilder::new()
                 .gravity(g)
                 .plane(Vec3::Y, -far)
