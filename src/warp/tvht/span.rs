@@ -110,8 +110,8 @@ pub enum Motion<'a> {
 /// What a record bucket holds over an interval of ticks, as a span being written meets it: a
 /// sleep record (one box and state throughout) or another span (flying from its anchor).
 pub(super) trait Held {
-    /// Its entity, its ticks `from..until` and the box that holds it at all of them.
-    fn held(&self) -> (EntityId, (Tick, Tick), Aabb);
+    /// Its ticks `from..until` and the box that holds it at all of them.
+    fn held(&self) -> ((Tick, Tick), Aabb);
     /// It as an entry at `tick`.
     fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry;
     /// A box holding its box at every tick of `from..=to`, if known (see [`Flight::sweep`]).
@@ -121,8 +121,8 @@ pub(super) trait Held {
 }
 
 impl Held for SleepRec {
-    fn held(&self) -> (EntityId, (Tick, Tick), Aabb) {
-        (self.entity, (self.from, self.until), self.aabb)
+    fn held(&self) -> ((Tick, Tick), Aabb) {
+        ((self.from, self.until), self.aabb)
     }
     fn at(&self, _: &dyn Flight, tick: Tick) -> TvhtEntry {
         SleepRec::at(self, tick)
@@ -136,8 +136,8 @@ impl Held for SleepRec {
 }
 
 impl Held for SpanRec {
-    fn held(&self) -> (EntityId, (Tick, Tick), Aabb) {
-        (self.entity, (self.from, self.until), self.aabb)
+    fn held(&self) -> ((Tick, Tick), Aabb) {
+        ((self.from, self.until), self.aabb)
     }
     fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry {
         SpanRec::at(self, flight, tick)
@@ -602,7 +602,7 @@ impl Tvht {
                     let held =
                         (records.map(|r| r as &dyn Held)).chain(spans.map(|s| s as &dyn Held));
                     for o in held {
-                        let (_, (f, u), b) = o.held();
+                        let ((f, u), b) = o.held();
                         if !b.overlaps(&me.aabb)
                             || self.sleep_slot(self.owner_cell(&b, &me.aabb)) != k
                         {

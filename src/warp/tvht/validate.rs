@@ -473,7 +473,7 @@ impl Tvht {
                 .map(|r| r as &dyn Held)
                 .chain(spans.values().map(|(o, _)| o as &dyn Held));
             for o in held {
-                let (_, (from, until), b) = o.held();
+                let ((from, until), b) = o.held();
                 if b.overlaps(&s.aabb) {
                     let common = from.max(ticks.start)..until.min(ticks.end);
                     others.extend(common.map(|t| o.at(flight, t)));
