@@ -186,10 +186,14 @@ fn a_box_knocked_off_a_stack_splits_off_as_in_the_reference() {
 }
 
 /// The box naps ahead of the falling ball; the ball's hit rolls it back into its nap, whose
-/// sleep records are cut (`Tvht::wake`), and it wakes at the reference's tick.
+/// sleep records are cut (`Tvht::wake`), and it wakes at the reference's tick. Whether the nap
+/// is written before the ball's span reaches it depends on the order in which the workers
+/// step the two: one worker with a window of 1024 ticks writes the nap first, whatever the
+/// machine's load (the other configurations cut it or not by their schedule).
 #[test]
 fn a_kick_wakes_a_sleeping_box_as_in_the_reference() {
-    let c = check("kick wakes", falling_ball_on_box(), 1.5, CONFIGS);
+    let configs = [CONFIGS, &[(1, 1024)]].concat();
+    let c = check("kick wakes", falling_ball_on_box(), 1.5, &configs);
     assert!(!c.run.wakes.is_empty() && !c.run.sleeps.is_empty());
     assert!(
         c.naps > 0 && c.nap_cuts > 0,

@@ -78,11 +78,11 @@
 //!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
 //!   solver steps it at a due tick into a whole group substep (one from a multiple of it:
 //!   the shorter ones after a kick or a birth between two multiples are left tick by tick) of
-//!   which at least [`MIN_GLIDE`] ticks are left, awake and not at rest (a pile at rest is
-//!   left tick by tick too: a glide names the cells of all the group's bodies and walks past
-//!   its own earlier records there, which costs more than a few ticks of entries), the group
-//!   writes the ticks before and glides the substep's ticks from there at once, through the
-//!   substep's last tick unless it falls asleep there (the island there, due again, is
+//!   which at least [`MIN_GLIDE`] ticks are left, awake (at rest or not: a pile counting
+//!   towards sleep glides too, since a glide passes over its group's own earlier records in
+//!   its buckets by a field test), the group writes the ticks before and glides the
+//!   substep's ticks from there at once, through the substep's last tick unless it falls
+//!   asleep there (the island there, due again, is
 //!   the glide's last: [`Timeline::push_glide`]). A glide stops, like a span, at the first
 //!   tick that touches another entity's body; the next step takes that tick's contacts as
 //!   kicks, as tick by tick. No static test: static contacts are the solver's. The solve at a
@@ -1163,7 +1163,7 @@ impl Entity {
     /// How far a group standing in island `isl` at tick `t` may glide from there (see
     /// "Glides"), if it may: inside a whole group substep (one from a multiple of it) with at
     /// least [`MIN_GLIDE`] ticks to go (up to the substep's last tick, `far` and `max_span`),
-    /// awake, not at rest (rule 5's counter at 0), spans on.
+    /// awake, spans on.
     fn glide_reach(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> Option<Tick> {
         let sub = isl.substep.as_ref()?;
         let reach = sub.until.min(far).min(t.saturating_add(env.max_span));
@@ -1177,7 +1177,6 @@ impl Entity {
         (reach >= t + MIN_GLIDE
             && whole
             && !isl.asleep
-            && isl.rest_ticks == 0
             && env.max_span > 0
             && env.tvht.sleep_records())
         .then_some(reach)
