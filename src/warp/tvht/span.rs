@@ -61,6 +61,7 @@ use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use crate::sync::View;
 use crate::warp::rules::Anchor;
+use std::sync::Arc;
 
 /// How the table asks a span's state and box at a tick: the engine's rules (rule 4's flight
 /// from the anchor, rule 1's box). A pure function of its arguments: a section may ask again.
@@ -225,16 +226,18 @@ pub struct SpanEntry {
 }
 
 /// A span record, as the record-half buckets of its cells hold it (see the module
-/// documentation).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// documentation). The anchor, which only a refinement reads, is shared by the copies in
+/// every bucket of the span (a span of a far body in `parallel` 100,000 has about 21), so a
+/// copy is 64 bytes, not 176, and copying a bucket copies a pointer for it.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct SpanRec {
     pub(super) entity: EntityId,
     pub(super) body: BodyId,
     pub(super) from: Tick,
     pub(super) until: Tick,
-    pub(super) anchor: Anchor,
-    pub(super) aabb: Aabb,
     pub(super) tag: u64,
+    pub(super) aabb: Aabb,
+    pub(super) anchor: Arc<Anchor>,
 }
 
 impl SpanRec {
@@ -558,15 +561,16 @@ impl Tvht {
                 met.push((c, k));
             };
             let mut cache: Vec<(Tick, TvhtEntry)> = Vec::new();
+            let anchors: Vec<Arc<Anchor>> = bodies.iter().map(|b| Arc::new(b.anchor)).collect();
             for (j, b) in bodies.iter().enumerate() {
                 let me = SpanRec {
                     entity,
                     body: b.body,
                     from,
                     until: to + 1,
-                    anchor: b.anchor,
-                    aabb: b.aabb,
                     tag,
+                    aabb: b.aabb,
+                    anchor: Arc::clone(&anchors[j]),
                 };
                 // Its entry at each tick asked, computed once, sorted by tick (most spans need
                 // none, and the rest a few of their hundreds of ticks).
@@ -629,22 +633,22 @@ impl Tvht {
                 }
             }
             met.retain(|(c, _)| c.tick() <= last);
-            for (b, ks) in bodies.iter().zip(recs) {
+            for ((b, ks), anchor) in bodies.iter().zip(recs).zip(anchors) {
                 let rec = SpanRec {
                     entity,
                     body: b.body,
                     from,
                     until: last + 1,
-                    anchor: b.anchor,
-                    aabb: b.aabb,
                     tag,
+                    aabb: b.aabb,
+                    anchor,
                 };
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
                     // What the floor left behind goes here, not through the ledger.
                     bucket.spans.retain(|s| s.until > floor);
                     bucket.met.retain(|c| c.tick() >= floor);
-                    bucket.spans.push(rec);
+                    bucket.spans.push(rec.clone());
                 }
             }
             for &(c, k) in &met {
@@ -691,7 +695,7 @@ impl Tvht {
                                 tick: to,
                             });
                         }
-                        Some(s) if s.aabb != b.aabb || s.anchor != b.anchor => {
+                        Some(s) if s.aabb != b.aabb || *s.anchor != b.anchor => {
                             return Err(TvhtError::BoundsMismatch {
                                 body: b.body,
                                 tick: to,
@@ -705,11 +709,11 @@ impl Tvht {
             for (b, ks) in bodies.iter().zip(&recs) {
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
-                    let s = *bucket
-                        .spans
-                        .iter()
+                    let s = (bucket.spans.iter())
                         .find(|s| mine(s, b))
+                        .map(|s| (s.from, s.until))
                         .expect("checked above");
+                    let (s_from, s_until) = s;
                     // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
                     // `TIMEWARP_BROKEN=span_cut_spares_its_tick` (a loom negative control, see
                     // `sync::broken`): the contacts at the cut tick itself stay.
@@ -718,13 +722,13 @@ impl Tvht {
                     #[cfg(not(timewarp_broken))]
                     let back = to;
                     bucket.met.retain(|c| {
-                        let gone = involves(c, (entity, b.body, tag), back..s.until);
+                        let gone = involves(c, (entity, b.body, tag), back..s_until);
                         if gone {
                             contacts.push(*c);
                         }
                         !gone
                     });
-                    if s.from >= to {
+                    if s_from >= to {
                         bucket.spans.retain(|x| !mine(x, b));
                     } else if let Some(x) = bucket.spans.iter_mut().find(|x| mine(x, b)) {
                         x.until = x.until.min(to);

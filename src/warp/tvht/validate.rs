@@ -500,7 +500,7 @@ type SleepRecs = BTreeMap<RecKey, (SleepRec, Vec<usize>)>;
 /// Adds bucket `k`'s live records of one kind (sleep records or spans; `of` gives a record's
 /// key and its ticks `from..until`) to `seen`, each with the buckets that hold a copy: an error
 /// for an empty record, or for two copies of one record that differ.
-fn copies<R: Copy + PartialEq + std::fmt::Debug>(
+fn copies<R: Clone + PartialEq + std::fmt::Debug>(
     k: usize,
     records: &[R],
     of: impl Fn(&R) -> (EntityId, BodyId, u64, Tick, Tick),
@@ -519,7 +519,7 @@ fn copies<R: Copy + PartialEq + std::fmt::Debug>(
         }
         let c = seen
             .entry((entity, body, tag, from))
-            .or_insert((*r, Vec::new()));
+            .or_insert((r.clone(), Vec::new()));
         if c.0 != *r {
             return Err(TvhtError::Invalid(format!(
                 "copies of a record differ: {:?} and {r:?}",
