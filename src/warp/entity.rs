@@ -77,9 +77,9 @@
 //!   solver's move ([`Anchor::glide`](super::rules::Anchor::glide); a glide's box,
 //!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
 //!   solver steps it at a due tick into a whole group substep (one from a multiple of it:
-//!   the shorter ones after a kick or a birth between two multiples are left tick by tick,
-//!   whose glides cut by rollbacks cost more on two workers than their entries) of which at
-//!   least [`MIN_GLIDE`] ticks are left, awake (at rest or not: a glide passes over its
+//!   the shorter ones after a kick or a birth between two multiples are left tick by tick:
+//!   rollbacks cut their glides so often that entries cost less) of which at least
+//!   [`MIN_GLIDE`] ticks are left, awake (at rest or not: a glide passes over its
 //!   group's own earlier records in its buckets by a field test), the group writes the ticks
 //!   before and glides the substep's ticks from there at once, through the substep's last
 //!   tick unless it falls asleep there (the island there, due again, is the glide's last:
@@ -1170,8 +1170,8 @@ impl Entity {
         let sub = isl.substep.as_ref()?;
         let reach = sub.until.min(far).min(t.saturating_add(env.max_span));
         // A whole group substep only: the shorter ones follow a kick or a birth between two
-        // multiples ([`Rules::substep_at`]); glided, they are cut by rollbacks more often
-        // than entries cost (`cylinders` 2000 on two workers: a quarter more CPU time).
+        // multiples ([`Rules::substep_at`]), where glides are cut by rollbacks so often that
+        // they cost more than entries (`docs/results.md`, "2026-11-29, midday").
         let whole = isl
             .anchors
             .first()

@@ -709,11 +709,10 @@ impl Tvht {
             for (b, ks) in bodies.iter().zip(&recs) {
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
-                    let s = (bucket.spans.iter())
+                    let (s_from, s_until) = (bucket.spans.iter())
                         .find(|s| mine(s, b))
                         .map(|s| (s.from, s.until))
                         .expect("checked above");
-                    let (s_from, s_until) = s;
                     // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
                     // `TIMEWARP_BROKEN=span_cut_spares_its_tick` (a loom negative control, see
                     // `sync::broken`): the contacts at the cut tick itself stay.
