@@ -561,17 +561,20 @@ impl Tvht {
                 met.push((c, k));
             };
             let mut cache: Vec<(Tick, TvhtEntry)> = Vec::new();
-            let anchors: Vec<Arc<Anchor>> = bodies.iter().map(|b| Arc::new(b.anchor)).collect();
-            for (j, b) in bodies.iter().enumerate() {
-                let me = SpanRec {
+            // The spans as records, through `to` while they meet what is there; written
+            // through `last`.
+            let mut mine: Vec<SpanRec> = (bodies.iter())
+                .map(|b| SpanRec {
                     entity,
                     body: b.body,
                     from,
                     until: to + 1,
                     tag,
                     aabb: b.aabb,
-                    anchor: Arc::clone(&anchors[j]),
-                };
+                    anchor: Arc::new(b.anchor),
+                })
+                .collect();
+            for (j, me) in mine.iter().enumerate() {
                 // Its entry at each tick asked, computed once, sorted by tick (most spans need
                 // none, and the rest a few of their hundreds of ticks).
                 cache.clear();
@@ -633,16 +636,8 @@ impl Tvht {
                 }
             }
             met.retain(|(c, _)| c.tick() <= last);
-            for ((b, ks), anchor) in bodies.iter().zip(recs).zip(anchors) {
-                let rec = SpanRec {
-                    entity,
-                    body: b.body,
-                    from,
-                    until: last + 1,
-                    tag,
-                    aabb: b.aabb,
-                    anchor,
-                };
+            for (rec, ks) in mine.iter_mut().zip(recs) {
+                rec.until = last + 1;
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
                     // What the floor left behind goes here, not through the ledger.
