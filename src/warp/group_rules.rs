@@ -80,6 +80,7 @@ use crate::dynamics::{
 use crate::geometry::{Aabb, Manifold, Pose, collide, shape_aabb, shape_extent};
 use crate::scene::{Shape, mix_friction, mix_restitution, mix_rolling_resistance};
 use glam::{Quat, Vec3};
+use std::sync::Arc;
 
 /// A group splits once its bodies have been disconnected this many ticks in a row (one frame).
 pub const SPLIT_TICKS: u32 = 16;
@@ -127,7 +128,7 @@ pub struct Island {
     pub apart_ticks: u32,
     pub asleep: bool,
     /// Its contacts of the last step with their impulses (the warm start), by key.
-    pub warm: Vec<(PairKey, Manifold)>,
+    pub warm: Warm,
     /// Each body's anchor (rule 4 of [`super::rules`]), in the order of `bodies`: the one its
     /// pre-event state at this tick flies from, or, inside a substep, the substep's start pose
     /// with its solved velocities. A step of the solver, a kick and a change of group make new
@@ -136,6 +137,33 @@ pub struct Island {
     /// The solver substep it is inside (rule 4), if any: then its anchors are at the
     /// substep's first tick, and it stands at a tick before `until`. `None`: due.
     pub substep: Option<Substep>,
+}
+
+/// A group's contacts of its last step with their impulses, ascending by key: what its next
+/// step warm-starts from. Made by a step and never changed after, so the islands of the ticks
+/// that carry it unchanged share one copy (an island is copied whenever its tick changes it,
+/// and a pile's contacts were most of each copy). Empty, it holds nothing.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Vec<(PairKey, Manifold)>", into = "Vec<(PairKey, Manifold)>")]
+pub struct Warm(Option<Arc<Vec<(PairKey, Manifold)>>>);
+
+impl From<Vec<(PairKey, Manifold)>> for Warm {
+    fn from(v: Vec<(PairKey, Manifold)>) -> Warm {
+        Warm((!v.is_empty()).then(|| Arc::new(v)))
+    }
+}
+
+impl From<Warm> for Vec<(PairKey, Manifold)> {
+    fn from(w: Warm) -> Vec<(PairKey, Manifold)> {
+        w.0.map(Arc::unwrap_or_clone).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for Warm {
+    type Target = [(PairKey, Manifold)];
+    fn deref(&self) -> &Self::Target {
+        self.0.as_deref().map_or(&[], |v| v.as_slice())
+    }
 }
 
 /// A solver substep in progress (rule 4 of the module): the island solved its contacts at its
@@ -207,7 +235,7 @@ impl Island {
             rest_ticks: 0,
             apart_ticks: 0,
             asleep: false,
-            warm: Vec::new(),
+            warm: Warm::default(),
             anchors: vec![anchor],
             substep: None,
         }
@@ -310,7 +338,8 @@ pub fn group_manifolds(
         let s = &states[i];
         Pose::new(s.position, s.rotation)
     };
-    let mut out = Vec::new();
+    // (Room for as many contacts as last time: growing it moved every manifold found so far.)
+    let mut out = Vec::with_capacity(warm.len());
     let mut keep = |key: PairKey, mut m: Manifold| {
         if m.count > 0 {
             if let Ok(i) = warm.binary_search_by_key(&key, |(k, _)| *k) {
@@ -346,7 +375,7 @@ pub fn group_manifolds(
         if !rules.statics.is_empty() {
             statics(&mut keep, 0, &tight_of(*b, s), reach_of(*b, s));
         }
-        out.sort_by_key(|(k, _)| *k);
+        out.sort_unstable_by_key(|(k, _)| *k);
         return out;
     }
     let reach: Vec<f32> = bodies
@@ -378,7 +407,8 @@ pub fn group_manifolds(
     for (i, t) in tight.iter().enumerate() {
         statics(&mut keep, i, t, reach[i]);
     }
-    out.sort_by_key(|(k, _)| *k);
+    // (The keys are distinct: no stable sort needed.)
+    out.sort_unstable_by_key(|(k, _)| *k);
     out
 }
 
@@ -522,7 +552,8 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
                 .iter()
                 .filter(|((a, _), _)| bodies.binary_search(a).is_ok())
                 .cloned()
-                .collect();
+                .collect::<Vec<_>>()
+                .into();
             pieces.push((
                 i,
                 Island {
@@ -564,8 +595,10 @@ pub fn regroup<S: std::ops::Index<usize, Output = BodyState> + ?Sized>(
             Some(mut m) => {
                 m.bodies.extend(&isl.bodies);
                 m.bodies.sort_unstable();
-                m.warm.extend(isl.warm);
-                m.warm.sort_by_key(|(k, _)| *k);
+                let mut warm = Vec::from(m.warm);
+                warm.extend_from_slice(&isl.warm);
+                warm.sort_by_key(|(k, _)| *k);
+                m.warm = warm.into();
                 m.rest_ticks = 0;
                 m.apart_ticks = 0;
                 m.asleep = false;
@@ -684,7 +717,7 @@ pub fn initial_islands(
             rest_ticks: 0,
             apart_ticks: 0,
             asleep: false,
-            warm: Vec::new(),
+            warm: Warm::default(),
             substep: None,
         })
         .collect();
@@ -778,7 +811,7 @@ pub fn step_island_with(
         {
             (*a, *s) = rules.advance(a, s, k, kick);
         }
-        island.warm.clear();
+        island.warm = Warm::default();
         states
     } else {
         // A solver step is an event for every body of the group: a substep of `ticks` from
@@ -941,7 +974,7 @@ fn solve_contacts(
             m.scale_impulses(1.0 / per);
         }
     }
-    island.warm = manifolds;
+    island.warm = manifolds.into();
     states
         .iter_mut()
         .zip(&bodies)
