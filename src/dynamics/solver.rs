@@ -34,6 +34,10 @@ use super::integrate::{advance_rotation, integrate_rotation};
 use crate::geometry::Manifold;
 use glam::{Mat3A, Quat, Vec3, Vec3A};
 
+/// Approach speeds below this (m/s) do not bounce: Box2D v3's default restitution threshold
+/// (`b2_defaultWorldDef`'s `restitutionThreshold`), [`SolverParams::restitution_threshold`].
+pub const RESTITUTION_THRESHOLD: f32 = 1.0;
+
 /// Solver settings for one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolverParams {
@@ -61,7 +65,7 @@ impl SolverParams {
             contact_hertz: (0.25 * substeps as f32 / dt).min(30.0),
             damping_ratio: 10.0,
             max_push_velocity: 3.0,
-            restitution_threshold: 1.0,
+            restitution_threshold: RESTITUTION_THRESHOLD,
         }
     }
 }
