@@ -78,7 +78,7 @@
 //! lead measures the share of the work that is rolled back: each entity's rollback reports its
 //! rolled-back body-ticks ([`Lead::rolled_back`]), and at the end of every stretch of
 //! [`MEASURED_TICKS`] of GVT ([`Lead::settle`]) that count is set against the body-ticks the
-//! GVT passed. More than one in [`TIGHTEN`] makes the floor [`LEAD_TIGHT`] (32 ticks) for the
+//! GVT passed. More than one in [`TIGHTEN`] makes the floor [`LEAD_TIGHT`] (8 ticks) for the
 //! rest of the run and halves the lead down to it at once; until then, a stretch with fewer
 //! than one in [`LOOSEN`] makes it [`LEAD_FLOOR`] (64) and raises a lead below it. Collisions
 //! come in bursts, and quiet stretches say little about the next one: loosened again after
@@ -113,8 +113,11 @@ use std::time::{Duration, Instant};
 /// the best fixed window at 32-64 ticks on every scene on 1 and 2 workers.
 pub const LEAD_FLOOR: Tick = 64;
 
-/// The smallest lead while they are not, and at the start of a run.
-pub const LEAD_TIGHT: Tick = 32;
+/// The smallest lead while they are not, and at the start of a run. Since spans and glides a
+/// turn's ticks cost little besides what a rollback throws away, and 8 ticks rolled back less
+/// than 16 or 32 on every scene that tightens, at no cost in wall time on 2 workers
+/// (`docs/results.md`, "2026-11-29, afternoon").
+pub const LEAD_TIGHT: Tick = 8;
 
 /// A lead is halved once the GVT has advanced this many ticks since it last changed or a
 /// worker last starved.
