@@ -96,11 +96,10 @@ pub const SOLVER_TICKS: u64 = 4;
 /// Contacts approaching slower than this (m/s) fuse their groups. Chosen by measurement
 /// (`docs/results.md`, "2026-11-29, afternoon"): each contact of a moving pile that stays a
 /// kick ends the substep of the group it hits and rolls it back, so the higher, the fewer
-/// events (`cylinders` 2000 over 2 s: 19,350 at 0.5 m/s, 14,897 at 0.9, 13,730 at 1.0) and
-/// the cheaper a pile; but at the island solver's restitution threshold
-/// ([`crate::dynamics::RESTITUTION_THRESHOLD`], 1 m/s) `avalanche` 300's heap fuses into one
-/// group of 266 bodies that is still awake at 30 s (as the frame engine's island is), where
-/// at 0.9 its groups are all asleep by 15 s.
+/// events and the cheaper a pile; but at the island solver's restitution threshold
+/// ([`crate::dynamics::RESTITUTION_THRESHOLD`]) `avalanche` 300's heap fuses into one group
+/// that is still awake long after 20 s (as the frame engine's island of it is), where just
+/// below it the heap's groups fall asleep one by one.
 pub const FUSE_SPEED: f32 = 0.9;
 /// Within a group, contacts are kept down to this gap (m): touching pairs stay edges while
 /// they rest, and the solver's speculative points stop an approach before it penetrates.
