@@ -1495,8 +1495,9 @@ impl Entity {
         }
         let recorded = env
             .gvt
-            .record_span(first, (lim + 1 - first) as usize, &self.bodies, |i, j| {
-                self.line.state(env.rules, first + i as Tick, j)
+            .record_span(first, (lim + 1 - first) as usize, &self.bodies, {
+                let mut walk = self.line.walk(first);
+                move |i, j| walk.state(env.rules, first + i as Tick, j)
             })
             .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
         recorded?;

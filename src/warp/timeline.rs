@@ -113,6 +113,43 @@ pub struct Timeline {
     segs: VecDeque<Seg>,
 }
 
+/// [`Timeline::state`] for ticks asked in ascending order ([`Timeline::walk`]): it keeps the
+/// segment of the last tick asked and where it ends, so a walk over many ticks (a record's
+/// frame states) finds each segment once instead of searching for it at every tick.
+pub struct Walk<'a> {
+    line: &'a Timeline,
+    seg: usize,
+    cur: &'a Seg,
+    /// The first tick after `cur`.
+    end: Tick,
+}
+
+impl<'a> Walk<'a> {
+    fn at(line: &'a Timeline, seg: usize) -> Walk<'a> {
+        let cur = &line.segs[seg];
+        Walk {
+            line,
+            seg,
+            cur,
+            end: cur.from + cur.ticks(line.bodies),
+        }
+    }
+
+    /// Body `j`'s state at tick `t` (at or after the last tick asked, at most the LVT).
+    #[inline]
+    pub fn state(&mut self, rules: &Rules, t: Tick, j: usize) -> BodyState {
+        while t >= self.end {
+            *self = Walk::at(self.line, self.seg + 1);
+        }
+        debug_assert!(self.cur.from <= t, "tick {t} before the walk");
+        match &self.cur.data {
+            Data::Ticks(d) => d.states[(t - self.cur.from) as usize * self.line.bodies + j],
+            Data::Span(p) => rules.flight(&p.paths[j].0, t),
+            Data::Still(n) => n.states[j],
+        }
+    }
+}
+
 /// One tick of one body, as the timeline holds it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct At {
@@ -210,6 +247,12 @@ impl Timeline {
             Data::Span(p) => rules.flight(&p.paths[j].0, t),
             Data::Still(n) => n.states[j],
         }
+    }
+
+    /// A walk over the states of ticks from `t` on, asked in ascending order (see [`Walk`]).
+    pub fn walk(&self, t: Tick) -> Walk<'_> {
+        let seg = self.segs.partition_point(|s| s.from <= t).saturating_sub(1);
+        Walk::at(self, seg)
     }
 
     /// Body `j`'s tag at tick `t`.
