@@ -121,6 +121,14 @@ impl Tvht {
         [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])]
     }
 
+    /// [`Tvht::owner_cell`] of a box whose lowest cell is `lo` (computed once for a box met
+    /// with many) and box `b`.
+    #[inline]
+    pub(super) fn owner_cell_from(&self, lo: Cell, b: &Aabb) -> Cell {
+        let b = self.lo_of(b);
+        [lo[0].max(b[0]), lo[1].max(b[1]), lo[2].max(b[2])]
+    }
+
     /// The owner bucket of a pair.
     pub(super) fn owner(&self, x: &TvhtEntry, y: &TvhtEntry) -> usize {
         self.bucket_of(self.owner_cell(&x.aabb, &y.aabb), x.tick)

@@ -20,7 +20,7 @@
 //! every awake entry of another entity that overlaps a record at one of its ticks has exactly
 //! one sleep contact, in the owner cell's sleep bucket. `validate` checks all of it.
 
-use super::cells::cells;
+use super::cells::{Cell, cells};
 use super::plan::push_distinct;
 use super::span::{Marked, SpanPlan, involves, record_meets_spans, refining};
 use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
@@ -78,15 +78,30 @@ pub(super) struct EntrySlices<'a> {
     pub(super) marks: Option<&'a dyn Fn(usize) -> Tick>,
 }
 
+/// A body and its box, as a record request plans them ([`Tvht::plan_sleep`]).
+pub(super) trait Boxed {
+    fn body(&self) -> BodyId;
+    fn aabb(&self) -> &Aabb;
+}
+
+impl Boxed for BodyEntry {
+    fn body(&self) -> BodyId {
+        self.body
+    }
+    fn aabb(&self) -> &Aabb {
+        &self.aabb
+    }
+}
+
 impl Tvht {
     /// The cells of each body's box (checked at `tick`) and the buckets a sleep request names:
     /// the sleep buckets of the cells and, if `slices` is given, the buckets of entries it
     /// says. Returns ranges of `keys`: each body's distinct sleep buckets, then (with
     /// `slices`) each body's distinct buckets of entries.
-    pub(super) fn plan_sleep(
+    pub(super) fn plan_sleep<B: Boxed>(
         &self,
         tick: Tick,
-        bodies: &[BodyEntry],
+        bodies: &[B],
         slices: Option<EntrySlices<'_>>,
         keys: &mut Vec<usize>,
     ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
@@ -95,24 +110,29 @@ impl Tvht {
                 "this table keeps no sleep records".into(),
             ));
         }
-        let mut boxes = Vec::with_capacity(bodies.len());
+        // Each body's cells, with the sleep bucket of each, hashed once: `at[j]..at[j + 1]`.
+        let mut cells_of: smallvec::SmallVec<[(Cell, usize); 32]> = smallvec::SmallVec::new();
+        let mut at: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0];
         for (j, b) in bodies.iter().enumerate() {
-            if bodies[..j].iter().any(|o| o.body == b.body) {
-                return Err(TvhtError::Duplicate { body: b.body, tick });
+            if bodies[..j].iter().any(|o| o.body() == b.body()) {
+                return Err(TvhtError::Duplicate {
+                    body: b.body(),
+                    tick,
+                });
             }
-            boxes.push(self.cell_range(b.body, tick, &b.aabb)?);
+            let (lo, hi) = self.cell_range(b.body(), tick, b.aabb())?;
+            cells_of.extend(cells(lo, hi).map(|c| (c, self.sleep_slot(c))));
+            at.push(cells_of.len());
         }
-        let mut ranges: Vec<_> = boxes
-            .iter()
-            .map(|&(lo, hi)| push_distinct(keys, cells(lo, hi).map(|c| self.sleep_slot(c))))
+        let of = |j: usize| &cells_of[at[j]..at[j + 1]];
+        let mut ranges: Vec<_> = (0..bodies.len())
+            .map(|j| push_distinct(keys, of(j).iter().map(|c| c.1)))
             .collect();
         if let Some(e) = slices {
             let (first, end) = (e.from >> self.span_shift, (e.to >> self.span_shift) + 1);
-            for &(lo, hi) in &boxes {
-                let all = cells(lo, hi).flat_map(|c| {
-                    let end = e
-                        .marks
-                        .map_or(end, |mark| end.min(mark(self.sleep_slot(c))));
+            for j in 0..bodies.len() {
+                let all = of(j).iter().flat_map(|&(c, slot)| {
+                    let end = e.marks.map_or(end, |mark| end.min(mark(slot)));
                     (first..end).map(move |s| self.bucket_of(c, s << self.span_shift))
                 });
                 ranges.push(push_distinct(keys, all));

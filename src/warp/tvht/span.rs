@@ -55,8 +55,8 @@
 //! cell's record-half bucket, and every such contact is one.
 
 use super::bucket::Bucket;
-use super::sleep::{EntrySlices, SleepRec};
-use super::{BodyEntry, BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
+use super::sleep::{Boxed, EntrySlices, SleepRec};
+use super::{BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use crate::sync::View;
@@ -225,6 +225,15 @@ pub struct SpanEntry {
     pub aabb: Aabb,
 }
 
+impl Boxed for SpanEntry {
+    fn body(&self) -> BodyId {
+        self.body
+    }
+    fn aabb(&self) -> &Aabb {
+        &self.aabb
+    }
+}
+
 /// A span record, as the record-half buckets of its cells hold it (see the module
 /// documentation). The anchor, which only a refinement reads, is shared by the copies in
 /// every bucket of the span (a span of a far body in `parallel` 100,000 has about 21), so a
@@ -385,7 +394,8 @@ impl Tvht {
         let mut marks: Option<Vec<(usize, Tick)>> = None;
         loop {
             let mut keys = Vec::new();
-            let hinted = std::cell::RefCell::new(Vec::new());
+            let hinted: std::cell::RefCell<Vec<(usize, Tick)>> =
+                std::cell::RefCell::new(Vec::with_capacity(16));
             let mark = |k: usize| match &marks {
                 Some(m) => m.iter().find(|m| m.0 == k).map_or(0, |m| m.1),
                 None => {
@@ -419,16 +429,18 @@ impl Tvht {
         to: Tick,
     ) -> Option<Vec<(usize, Tick)>> {
         let end = (to >> self.span_shift) + 1;
-        let mut seen: Vec<(usize, Tick)> = Vec::new();
-        for &k in recs {
-            if seen.iter().all(|s| s.0 != k) {
-                seen.push((k, view.get(k).marks));
-            }
+        let mut recs: smallvec::SmallVec<[usize; 32]> = recs.copied().collect();
+        // (One body's are distinct and sorted already, as its plan gives them.)
+        if !recs.is_sorted_by(|a, b| a < b) {
+            recs.sort_unstable();
+            recs.dedup();
         }
         let was = |k: usize| marks.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
-        seen.iter()
+        let seen: smallvec::SmallVec<[(usize, Tick); 32]> =
+            recs.iter().map(|&k| (k, view.get(k).marks)).collect();
+        (seen.iter())
             .any(|&(k, m)| m.min(end) > was(k).min(end))
-            .then_some(seen)
+            .then(|| seen.into_vec())
     }
 
     /// The table's [`Flight`]; an error if it has none (a span was asked of a table made
@@ -457,16 +469,7 @@ impl Tvht {
         entries: Option<EntrySlices<'_>>,
         keys: &mut Vec<usize>,
     ) -> Result<Vec<std::ops::Range<usize>>, TvhtError> {
-        let as_entries: Vec<BodyEntry> = bodies
-            .iter()
-            .map(|b| BodyEntry {
-                body: b.body,
-                aabb: b.aabb,
-                state: b.anchor.state,
-                asleep: false,
-            })
-            .collect();
-        self.plan_sleep(from, &as_entries, entries, keys)
+        self.plan_sleep(from, bodies, entries, keys)
     }
 
     /// Writes the spans of `bodies` of `entity`: each flies from its anchor at ticks
@@ -586,15 +589,17 @@ impl Tvht {
                         e
                     }
                 };
+                // Its lowest cell, for the owner cell of each pair it meets.
+                let lo = self.lo_of(&me.aabb);
                 // Entries, in the buckets of entries of its cells at its slices.
                 for &k in &keys[main[j].clone()] {
                     for x in view.get(k).near((from, last), entity, &me.aabb, look) {
                         if x.tick <= last
                             && x.aabb.overlaps(&me.aabb)
-                            && self.bucket_of(self.owner_cell(&x.aabb, &me.aabb), x.tick) == k
+                            && self.bucket_of(self.owner_cell_from(lo, &x.aabb), x.tick) == k
                             && let Some(c) = me.meets_with(flight, x, &mut at)
                         {
-                            let owner = self.sleep_slot(self.owner_cell(&x.aabb, &me.aabb));
+                            let owner = self.sleep_slot(self.owner_cell_from(lo, &x.aabb));
                             meet(c, owner, &mut last);
                         }
                     }
@@ -611,7 +616,7 @@ impl Tvht {
                     for o in held {
                         let ((f, u), b) = o.held();
                         if !b.overlaps(&me.aabb)
-                            || self.sleep_slot(self.owner_cell(&b, &me.aabb)) != k
+                            || self.sleep_slot(self.owner_cell_from(lo, &b)) != k
                         {
                             continue;
                         }
