@@ -161,8 +161,11 @@ pub const MIN_SPAN: u64 = 4;
 /// A span's box covers at most this many TVHT cells (its record is copied into the bucket of
 /// each): a longer span of a fast body is cut until it fits. A body whose shortest span
 /// covers more (large for its cells, or far from the origin, where a sweep's f32 slack is
-/// wide) may cover twice what its shortest span does.
-pub const SPAN_CELLS: u64 = 8;
+/// wide) may cover twice what its shortest span does. 16 rather than 8: a body that flies a
+/// long window (`parallel`'s) takes spans of seconds, each costing a little more for its
+/// cells and far less per second; in windows of 256 ticks it changes nothing
+/// (`docs/results.md`, "2026-11-29, evening").
+pub const SPAN_CELLS: u64 = 16;
 
 /// The fewest ticks a group glides (see "Glides"): a shorter stretch of a substep is stepped
 /// tick by tick with the ticks around it.
