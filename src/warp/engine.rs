@@ -1314,6 +1314,7 @@ pub fn run_warp_from_with(
                     *out_error = Some(e);
                     shared.stop.store(true, Ordering::SeqCst);
                 }
+                gvt.give_back(states);
             }
         };
         let mut buried_gvt = Tick::MAX;
