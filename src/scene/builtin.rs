@@ -14,7 +14,7 @@
 //!
 //! - `parallel`: column A (ceil(N/2) spheres) at x = 1.5 i, y = 0, z = 0, velocity +2 x;
 //!   column B (floor(N/2)) at x = 1.5 i, z = 3, velocity -2 x. No static bodies. A window of
-//!   4096 ticks (`pyramids` 1024, the others DESIGN's 256): see `PARALLEL_WINDOW`.
+//!   2048 ticks (`pyramids` 1024, the others DESIGN's 256): see `PARALLEL_WINDOW`.
 //! - `cylinders`: sphere n at x = -5.4 + 1.2 (n mod 10), z = -5.4 + 1.2 ((n / 10) mod 10),
 //!   y = 8 + 1.2 (n / 100); cylinders rotated +90 degrees about x (local y onto world z) in the
 //!   order x = -6, -3, 0, 3, 6; then the ground plane.
@@ -206,11 +206,11 @@ fn ground(b: SceneBuilder) -> SceneBuilder {
 /// `parallel`'s window: nothing in it ever collides, so each body flies the whole window in one
 /// span, and a longer window means fewer spans, while the output's frame states cost the same
 /// per second (measured in `docs/results.md`: "the GVT buffer by intervals", 1024 ticks
-/// against 256; "2026-11-29, evening", 4096 against 1024, with spans of up to 16 cells: a
-/// quarter fewer instructions and CPU time on `parallel` 500 and 2000, for a frame ring four
-/// times as long, about 1.7x the resident set of 100,000 bodies; `bouncing` gained nothing
-/// from longer windows, so the others keep 256).
-const PARALLEL_WINDOW: u32 = 4096;
+/// against 256; "2026-11-29, evening", 1024, 2048 and 4096 with spans of up to 16 cells:
+/// 2048 and 4096 a quarter less time than 1024 on `parallel` 500 and 2000, level with each
+/// other, and 2048 the shorter frame ring: 2.4 GB resident for 100,000 bodies against 3.2 GB;
+/// `bouncing` gained nothing from longer windows, so the others keep 256).
+const PARALLEL_WINDOW: u32 = 2048;
 
 /// `pyramids`' window: its piles fall asleep within a few seconds and then cost what their naps
 /// cost, and a sleeping group naps as far as the window (`warp::entity`, "Naps"), each nap its

@@ -252,7 +252,7 @@ impl Cell {
 
     /// `n` empty cells. Outside loom, from zeroed memory that nothing writes before a
     /// record does: the ring is most of the engine's memory at the start (`parallel` 100,000,
-    /// window 4096: 273 frames of 56 bytes per body, 1.5 GB), and writing its zeros on the
+    /// window 2048: 145 frames of 56 bytes per body, 810 MB), and writing its zeros on the
     /// calling thread touched every page before a worker started; zeroed, the pages come from
     /// the system untouched and each is first touched by the record that fills it, on its
     /// worker.
