@@ -318,9 +318,6 @@ struct Output {
     spare: Vec<Vec<BodyState>>,
 }
 
-/// At most this many frames given back ([`GvtBuffer::give_back`]) wait to be filled again.
-const SPARE_FRAMES: usize = 4;
-
 /// The GVT buffer.
 pub struct GvtBuffer {
     table: Table<Slot>,
@@ -771,13 +768,18 @@ impl GvtBuffer {
     /// the consumer is done with it, to be filled again by a later commit: a frame of every
     /// body is one large allocation (5.2 MB for 100,000 bodies), and a fresh one per frame,
     /// freed by the consumer, came back from the system as pages the kernel zeroes on first
-    /// touch (half the time of `parallel` 100,000 on 2 workers went to `clear_page`).
+    /// touch (half the time of `parallel` 100,000 on 2 workers went to `clear_page`). The
+    /// frames kept are at most what was copied out and not yet given back at once, which the
+    /// run held anyway.
     pub fn give_back(&self, frame: Vec<BodyState>) {
         let mut o = self
             .output
             .lock()
             .expect("the output queue's lock was poisoned");
-        if o.spare.len() < SPARE_FRAMES {
+        // As many as the ring holds frames: the most that one commit can copy out at once (a
+        // commit may copy out most of a window's frames when the last span of a window
+        // records, and a pool of four or 64 still took half the frames fresh from the system).
+        if o.spare.len() < self.frames {
             o.spare.push(frame);
         }
     }
