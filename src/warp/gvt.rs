@@ -961,7 +961,8 @@ mod tests {
     /// or not, rolling back now and then, against the same records made tick by tick on a
     /// second buffer; the frame ring turns several times. Both commit the same ticks at every
     /// step and hand out the same frames, each holding every body's last state at its tick;
-    /// chunks of 64, 8 and 1 bodies.
+    /// chunks of 64, 8 and 1 bodies. The first buffer's frames are drained now and then and
+    /// given back ([`GvtBuffer::give_back`]), so its later commits fill frames used before.
     #[test]
     fn spans_equal_records_tick_by_tick() {
         use crate::scene::SplitMix64;
@@ -987,6 +988,7 @@ mod tests {
                     ..st(b, t)
                 };
                 let mut rest_at = 0;
+                let mut frames = Vec::new();
                 for round in 0..40 * window {
                     let e = (rng.next_u64() % 5) as usize;
                     let gvt = spans.gvt();
@@ -1023,9 +1025,15 @@ mod tests {
                     assert_eq!(spans.gvt(), ticks.gvt(), "round {round}");
                     assert_eq!(spans.gvt(), rest_at.min(*lvt.iter().min().unwrap()));
                     spans.validate().unwrap();
+                    if round % 7 == 0 {
+                        for (t, states) in spans.drain_committed() {
+                            frames.push((t, states.clone()));
+                            spans.give_back(states);
+                        }
+                    }
                 }
                 assert!(spans.gvt() > 3 * spans.ring, "the ring turned");
-                let frames = spans.drain_committed();
+                frames.extend(spans.drain_committed());
                 assert_eq!(frames, ticks.drain_committed());
                 assert_eq!(frames.len() as u64, spans.gvt().div_ceil(3));
                 for (t, states) in frames {
