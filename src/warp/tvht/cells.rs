@@ -13,8 +13,13 @@
 //! (Section 3). Hashing the slice rather than the tick lets an entity that writes a batch of
 //! consecutive ticks touch a few buckets, not one per tick: with the STM every bucket of a
 //! section is copied and validated, and with locks each is a mutex. Sleep records, constant
-//! over their interval, are hashed by cell alone, into the table's second half
-//! ([`Tvht::sleep_slot`]).
+//! over their interval, and span records, one for a whole flight, are hashed by space alone,
+//! into the table's second half ([`Tvht::sleep_slot`]), and by a coarser cell: the *record
+//! cell* of a cell, the cell of twice the side that holds it ([`RECORD_SHIFT`]; `>>` floors
+//! negative coordinates too). Every record-half computation — where a record is copied, which
+//! bucket owns a pair, the marks of a cell — goes through the record bucket of a cell, so the
+//! argument below holds for it unchanged: the owner cell is covered by both boxes, so its
+//! record cell is too.
 //!
 //! The **owner cell** of two boxes is the componentwise maximum of their `lo` cells: the cell
 //! of the lowest corner of their intersection. When the boxes overlap, both cover it
@@ -32,6 +37,13 @@ use crate::geometry::Aabb;
 
 /// Cell coordinates beyond this magnitude are refused (their hash inputs stay exact).
 const MAX_CELL_COORD: f32 = (1u32 << 30) as f32;
+
+/// The record half hashes *record cells* of `2^RECORD_SHIFT` cells a side (see the module
+/// documentation): a record there is a span or a sleep record, and a span's box is long, so
+/// in cells of twice the side it is copied into about half as many buckets, each holding more.
+/// Chosen by measurement among 1, 2 and 4 cells a side (`docs/results.md`, "2026-11-29,
+/// evening").
+pub(super) const RECORD_SHIFT: i32 = 1;
 
 pub(super) type Cell = [i32; 3];
 
@@ -108,10 +120,16 @@ impl Tvht {
         (mix(cell_hash(c) ^ tick.wrapping_mul(0xd6e8_feb8_6659_fd93)) & self.mask) as usize
     }
 
-    /// The sleep bucket of a cell: the cell's hash, in the table's second half.
+    /// The record bucket of a cell (sleep records, spans and their contacts): the hash of its
+    /// *record cell* ([`RECORD_SHIFT`]), in the table's second half.
     #[inline]
     pub(super) fn sleep_slot(&self, c: Cell) -> usize {
-        (mix(cell_hash(c) ^ 0x5bd1_e995) & self.mask) as usize + self.buckets()
+        let r = [
+            c[0] >> RECORD_SHIFT,
+            c[1] >> RECORD_SHIFT,
+            c[2] >> RECORD_SHIFT,
+        ];
+        (mix(cell_hash(r) ^ 0x5bd1_e995) & self.mask) as usize + self.buckets()
     }
 
     /// The owner cell of two boxes: the componentwise maximum of their lowest cells.
