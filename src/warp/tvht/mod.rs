@@ -109,7 +109,7 @@ pub struct TvhtConfig {
     /// the module documentation of `tvht::cells`). 1 hashes every tick apart.
     pub span_ticks: u64,
     /// Whether the table also keeps sleep records ([`Tvht::sleep`]): a second set of
-    /// `buckets` buckets, hashed by cell alone, which every write and delete then also
+    /// `buckets` buckets, hashed by space alone, which every write and delete then also
     /// names. Off, a table costs nothing for them.
     pub sleep_records: bool,
 }
@@ -163,7 +163,7 @@ impl TvhtConfig {
 }
 
 /// The longest window [`TvhtConfig::for_scene`] sizes the table for: a body keeps entries only
-/// while it does not fly (a span is one record in the record half, by cell alone), so a
+/// while it does not fly (a span is one record in the record half, by space alone), so a
 /// longer window does not fill more buckets, and sizing for it made the table, zeroed at the
 /// start, most of a short run's time (`parallel` 2000 with its window of 1024: see
 /// `docs/results.md`).

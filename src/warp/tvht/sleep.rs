@@ -2,9 +2,10 @@
 //!
 //! A sleeping contact group (issue #5; Mirtich's contact groups, seed 001, Section 4.4) does
 //! not move, so its entries would repeat tick after tick. With `sleep_records` on, the table
-//! has a second half of buckets hashed by cell alone, and [`Tvht::sleep`] puts each body of a
-//! sleeping group there once for a whole interval `from..until`, a copy in the sleep bucket of
-//! each cell of its box, instead of one entry per tick. A record is a run of identical
+//! has a second half of buckets hashed by space alone (record cells, `cells.rs`), and
+//! [`Tvht::sleep`] puts each body of a sleeping group there once for a whole interval
+//! `from..until`, a copy in each record bucket of the cells of its box, instead of one entry
+//! per tick. A record is a run of identical
 //! entries, and keeps their rules: it meets the entries of other entities at its ticks exactly
 //! once, found by whichever is written second (an entry's write also names the sleep buckets
 //! of its cells; a record's write names the buckets of its cells at every time slice it

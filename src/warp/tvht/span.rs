@@ -5,8 +5,9 @@
 //! interval decide which pairs are active. A body flying from one anchor (rule 4 of
 //! [`crate::warp::rules`]) through ticks `from..=to` is put in the table once, as a **span
 //! record** (anchor, interval, a box holding its box at every tick of the interval, tag), in
-//! the record half of the table (the buckets hashed by cell alone, beside the sleep records),
-//! a copy in the bucket of each cell of its box; not as an entry per tick.
+//! the record half of the table (the buckets hashed by space alone, in record cells of twice a
+//! cell's side, `cells.rs`, beside the sleep records), a copy in each record bucket of its
+//! box's cells; not as an entry per tick.
 //!
 //! A span meets everything of other entities that lives at its ticks: entries, sleep records,
 //! other spans. Where their boxes overlap, the table **refines** to the tick: at each common
