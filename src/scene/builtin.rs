@@ -205,11 +205,10 @@ fn ground(b: SceneBuilder) -> SceneBuilder {
 
 /// `parallel`'s window: nothing in it ever collides, so each body flies the whole window in one
 /// span, and a longer window means fewer spans, while the output's frame states cost the same
-/// per second (measured in `docs/results.md`: "the GVT buffer by intervals", 1024 ticks
-/// against 256; "2026-11-29, evening", 1024, 2048 and 4096 with spans of up to 16 cells:
-/// 2048 and 4096 a quarter less time than 1024 on `parallel` 500 and 2000, level with each
-/// other, and 2048 the shorter frame ring: 2.4 GB resident for 100,000 bodies against 3.2 GB;
-/// `bouncing` gained nothing from longer windows, so the others keep 256).
+/// per second and the ring that holds them grows with the window. Chosen by measurement
+/// (`docs/results.md`: "the GVT buffer by intervals", 1024 against 256; "2026-11-29, evening",
+/// 1024, 2048 and 4096: 2048 as fast as 4096 with half the ring). `bouncing` gained nothing
+/// from longer windows, so the others keep 256.
 const PARALLEL_WINDOW: u32 = 2048;
 
 /// `pyramids`' window: its piles fall asleep within a few seconds and then cost what their naps

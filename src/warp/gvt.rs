@@ -442,8 +442,8 @@ impl GvtBuffer {
     }
 
     /// The frame ticks in `ticks`, each with every body's cell for it (by body id): the ring
-    /// slot of the first is found by division, the next ones by counting (two divisions per
-    /// frame state were a fifth of a span's record).
+    /// slot of the first is found by division, the next ones by counting (a record asks for
+    /// every frame state of a span, and two 64-bit divisions for each were dear).
     fn frames_in(&self, ticks: Range<Tick>) -> impl Iterator<Item = (Tick, &[Cell])> {
         let first = ticks.start.next_multiple_of(self.frame_ticks);
         let mut slot = ((first / self.frame_ticks) % self.frames as u64) as usize;
@@ -767,18 +767,16 @@ impl GvtBuffer {
     /// Gives a frame handed out by [`drain_committed`](GvtBuffer::drain_committed) back once
     /// the consumer is done with it, to be filled again by a later commit: a frame of every
     /// body is one large allocation (5.2 MB for 100,000 bodies), and a fresh one per frame,
-    /// freed by the consumer, came back from the system as pages the kernel zeroes on first
-    /// touch (half the time of `parallel` 100,000 on 2 workers went to `clear_page`). The
-    /// frames kept are at most what was copied out and not yet given back at once, which the
-    /// run held anyway.
+    /// freed by the consumer, comes back from the system as pages the kernel zeroes on first
+    /// touch (measured in `docs/results.md`, "2026-11-29, evening"). The frames kept are at
+    /// most what was copied out and not yet given back at once, which the run held anyway.
     pub fn give_back(&self, frame: Vec<BodyState>) {
         let mut o = self
             .output
             .lock()
             .expect("the output queue's lock was poisoned");
-        // As many as the ring holds frames: the most that one commit can copy out at once (a
-        // commit may copy out most of a window's frames when the last span of a window
-        // records, and a pool of four or 64 still took half the frames fresh from the system).
+        // As many as the ring holds frames, the most that one commit can copy out at once: with
+        // spans of a window, the GVT moves in jumps of most of a window's frames.
         if o.spare.len() < self.frames {
             o.spare.push(frame);
         }

@@ -5,14 +5,13 @@
 //! has a second half of buckets hashed by space alone (record cells, `cells.rs`), and
 //! [`Tvht::sleep`] puts each body of a sleeping group there once for a whole interval
 //! `from..until`, a copy in each record bucket of the cells of its box, instead of one entry
-//! per tick. A record is a run of identical
-//! entries, and keeps their rules: it meets the entries of other entities at its ticks exactly
-//! once, found by whichever is written second (an entry's write also names the sleep buckets
-//! of its cells; a record's write names the buckets of its cells at every time slice it
-//! spans), and stops at the first tick that meets one; the contact is kept, with a copy of the
-//! entry, in the sleep bucket of the owner cell, and given back once by the entry's delete or
-//! by the record's [`Tvht::wake`], which cuts the record short when the group is rolled back
-//! (Algorithm 7 for an interval).
+//! per tick. A record is a run of identical entries, and keeps their rules: it meets the
+//! entries of other entities at its ticks exactly once, found by whichever is written second
+//! (an entry's write also names the sleep buckets of its cells; a record's write names the
+//! buckets of its cells at every time slice it spans), and stops at the first tick that meets
+//! one; the contact is kept, with a copy of the entry, in the sleep bucket of the owner cell,
+//! and given back once by the entry's delete or by the record's [`Tvht::wake`], which cuts the
+//! record short when the group is rolled back (Algorithm 7 for an interval).
 //!
 //! A sleep record meets only *awake* entries: two sleeping bodies neither kick nor fuse with
 //! each other (the rules of `group_rules`), so nothing is lost by not looking. Invariants: a
