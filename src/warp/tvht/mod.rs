@@ -165,7 +165,7 @@ impl TvhtConfig {
 /// The longest window [`TvhtConfig::for_scene`] sizes the table for: a body keeps entries only
 /// while it does not fly (a span is one record in the record half, by space alone), so a
 /// longer window does not fill more buckets, and sizing for it made the table, zeroed at the
-/// start, most of a short run's time (`parallel` 2000 with its window of 1024: see
+/// start, most of a short run's time (`parallel` 2000 with a window of 1024: see
 /// `docs/results.md`).
 pub const BUCKETS_WINDOW: u64 = 256;
 
