@@ -96,6 +96,16 @@ struct Seg {
 }
 
 impl Seg {
+    /// Body `j`'s state at tick `t` of the segment, of `bodies` bodies a tick.
+    #[inline]
+    fn state(&self, bodies: usize, rules: &Rules, t: Tick, j: usize) -> BodyState {
+        match &self.data {
+            Data::Ticks(d) => d.states[(t - self.from) as usize * bodies + j],
+            Data::Span(p) => rules.flight(&p.paths[j].0, t),
+            Data::Still(n) => n.states[j],
+        }
+    }
+
     fn ticks(&self, bodies: usize) -> u64 {
         match &self.data {
             Data::Ticks(d) => (d.states.len() / bodies) as u64,
@@ -142,11 +152,7 @@ impl<'a> Walk<'a> {
             *self = Walk::at(self.line, self.seg + 1);
         }
         debug_assert!(self.cur.from <= t, "tick {t} before the walk");
-        match &self.cur.data {
-            Data::Ticks(d) => d.states[(t - self.cur.from) as usize * self.line.bodies + j],
-            Data::Span(p) => rules.flight(&p.paths[j].0, t),
-            Data::Still(n) => n.states[j],
-        }
+        self.cur.state(self.line.bodies, rules, t, j)
     }
 }
 
@@ -241,12 +247,8 @@ impl Timeline {
 
     /// Body `j`'s state at tick `t` (the per-tick values of a tick segment; a span's flight).
     pub fn state(&self, rules: &Rules, t: Tick, j: usize) -> BodyState {
-        let (s, i) = self.locate(t);
-        match &s.data {
-            Data::Ticks(d) => d.states[i * self.bodies + j],
-            Data::Span(p) => rules.flight(&p.paths[j].0, t),
-            Data::Still(n) => n.states[j],
-        }
+        let (s, _) = self.locate(t);
+        s.state(self.bodies, rules, t, j)
     }
 
     /// A walk over the states of ticks from `t` on, asked in ascending order (see [`Walk`]).

@@ -135,8 +135,7 @@ impl Tvht {
     /// The owner cell of two boxes: the componentwise maximum of their lowest cells.
     #[inline]
     pub(super) fn owner_cell(&self, a: &Aabb, b: &Aabb) -> Cell {
-        let (a, b) = (self.lo_of(a), self.lo_of(b));
-        [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])]
+        self.owner_cell_from(self.lo_of(a), b)
     }
 
     /// [`Tvht::owner_cell`] of a box whose lowest cell is `lo` (computed once for a box met

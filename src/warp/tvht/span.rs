@@ -595,13 +595,14 @@ impl Tvht {
                 // Entries, in the buckets of entries of its cells at its slices.
                 for &k in &keys[main[j].clone()] {
                     for x in view.get(k).near((from, last), entity, &me.aabb, look) {
-                        if x.tick <= last
-                            && x.aabb.overlaps(&me.aabb)
-                            && self.bucket_of(self.owner_cell_from(lo, &x.aabb), x.tick) == k
+                        if x.tick > last || !x.aabb.overlaps(&me.aabb) {
+                            continue;
+                        }
+                        let owner = self.owner_cell_from(lo, &x.aabb);
+                        if self.bucket_of(owner, x.tick) == k
                             && let Some(c) = me.meets_with(flight, x, &mut at)
                         {
-                            let owner = self.sleep_slot(self.owner_cell_from(lo, &x.aabb));
-                            meet(c, owner, &mut last);
+                            meet(c, self.sleep_slot(owner), &mut last);
                         }
                     }
                 }
