@@ -77,6 +77,8 @@ controls=(
     "engine|unguarded_tvht|engine_tvht_spans|tvht_span_span_stm|TVHT SPANS REPORTED THE CONTACT"
     "engine|span_last_tick_unmet|engine_tvht_spans|tvht_span_span_locks|TVHT SPANS REPORTED THE CONTACT"
     "engine|span_last_tick_unmet|engine_tvht_spans|tvht_span_span_stm|TVHT SPANS REPORTED THE CONTACT"
+    "engine|span_anchor_unheld|engine_tvht_spans|tvht_span_span_locks|SPAN TABLE INVARIANT BROKEN"
+    "engine|span_anchor_unheld|engine_tvht_spans|tvht_span_span_stm|SPAN TABLE INVARIANT BROKEN"
     "engine|unguarded_tvht|engine_tvht_spans|tvht_span_entry_locks|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
     "engine|unguarded_tvht|engine_tvht_spans|tvht_span_entry_stm|TVHT SPAN AND ENTRY REPORTED THE CONTACT"
     "engine|span_last_tick_unmet|engine_tvht_spans|tvht_span_entry_locks|TVHT SPAN AND ENTRY REPORTED THE CONTACT"

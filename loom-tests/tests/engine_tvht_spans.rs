@@ -42,6 +42,10 @@
 //! (a span trusts the marks of entries it planned with: at first none, so it names no bucket
 //! of entries) must be caught by `tvht_span_entry_*`, where the entries were written between
 //! the span's plan and its section (`TVHT SPAN AND ENTRY REPORTED THE CONTACT 0 TIMES`).
+//! `TIMEWARP_BROKEN=span_anchor_unheld` (a span's write settles its anchor's holds as if no
+//! bucket took it, so the anchor would be freed while buckets hold it) must be caught by
+//! `tvht_span_span_*` in `validate_at_rest`, which counts every anchor's holds against the
+//! buckets that hold it (`SPAN TABLE INVARIANT BROKEN`).
 //!
 //! Preemption bounds: the lock models are explored exhaustively, the STM models at bound 3.
 #![cfg(all(loom, feature = "engine"))]

@@ -53,11 +53,12 @@ pub use table::{Table, View};
 /// box left that tick out), `span_cut_spares_its_tick` (a cut of a span gives back its
 /// contacts after the cut tick only, and keeps those at the tick), `span_ignores_marks` (a TVHT
 /// span trusts the marks of entries it planned with, and does not look at them again in its
-/// section), `sleep_ignores_marks` (the same for a nap's sleep records).
+/// section), `sleep_ignores_marks` (the same for a nap's sleep records), `span_anchor_unheld`
+/// (a TVHT span's write settles its anchor's holds as if no bucket took it).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 13] = [
+    const KNOWN: [&str; 14] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_commit_min_outside",
@@ -71,6 +72,7 @@ pub(crate) fn broken(name: &str) -> bool {
         "span_cut_spares_its_tick",
         "span_ignores_marks",
         "sleep_ignores_marks",
+        "span_anchor_unheld",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

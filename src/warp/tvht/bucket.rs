@@ -27,7 +27,7 @@
 //! the run's body and writer, inside its `bounds`; a run's entries never change after it is
 //! made. A body has at most one entry per tick in a bucket.
 
-use super::runs::{Look, NewRun, RunRef};
+use super::runs::{AnchorRef, Look, NewRun, RunRef};
 use super::sleep::{SleepContact, SleepRec};
 use super::span::SpanRec;
 use super::{BodyId, Contact, EntityId, Tick, TvhtEntry};
@@ -304,6 +304,16 @@ pub(super) fn holders(buckets: &[Bucket]) -> std::collections::HashMap<RunRef, u
     let mut held = std::collections::HashMap::new();
     for r in buckets.iter().flat_map(|b| &b.runs) {
         *held.entry(r.entries.clone()).or_default() += 1;
+    }
+    held
+}
+
+/// How many of `buckets` hold each span record's anchor (the keys are clones of the buckets'
+/// pointers: no holds).
+pub(super) fn anchor_holders(buckets: &[Bucket]) -> std::collections::HashMap<AnchorRef, usize> {
+    let mut held = std::collections::HashMap::new();
+    for s in buckets.iter().flat_map(|b| &b.spans) {
+        *held.entry(s.anchor.clone()).or_default() += 1;
     }
     held
 }

@@ -88,7 +88,7 @@ mod tests;
 mod validate;
 mod write;
 
-use bucket::{Bucket, holders};
+use bucket::{Bucket, anchor_holders, holders};
 use runs::{Graveyard, Look};
 pub use span::{Flight, Motion, SpanEntry};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
@@ -385,10 +385,11 @@ impl Drop for Tvht {
         let empty = Table::with_class(self.table.backend(), 0, self.table.class(), |_| {
             unreachable!("an empty table has no slot")
         });
-        // Only those that hold runs (most hold none at the end of a run; the others go now).
+        // Only those that hold runs or spans (most hold none at the end of a run; the others
+        // go now).
         let mut buckets = Vec::new();
         std::mem::replace(&mut self.table, empty).into_each(|b| {
-            if !b.runs.is_empty() {
+            if !b.runs.is_empty() || !b.spans.is_empty() {
                 buckets.push(b);
             }
         });
@@ -397,6 +398,11 @@ impl Drop for Tvht {
             // its buckets, taken out of it: `n` of them hold the run, and nothing else can
             // reach it (a request borrows the table, so none is in flight).
             unsafe { r.drop_holds_at_drop(n) };
+        }
+        for (a, n) in anchor_holders(&buckets) {
+            // SAFETY: as for the runs: `n` of the table's buckets hold the anchor, and nothing
+            // else can reach it.
+            unsafe { a.drop_holds_at_drop(n) };
         }
     }
 }

@@ -1,5 +1,13 @@
 //! # Runs: entries shared by buckets, counted by holds rather than by copies
 //!
+//! What is said here of a run holds as well for a span record's anchor (`span.rs`): one
+//! allocation shared by the copies of the record in every record-half bucket of the span,
+//! counted by the same holds, made by its write request ([`NewAnchor`]) and let go of by the
+//! sections that drop the record (a cut, a sweep, a write that clears what the floor left). The
+//! types are generic ([`HeldRef`], [`NewHeld`]); [`RunRef`] and [`AnchorRef`] name their two
+//! uses. (As an `Arc`, an anchor's count was bumped and dropped for every span record of every
+//! bucket a section copied: on two workers, a tenth of `parallel`'s time.)
+//!
 //! A run (see `bucket.rs`) is one allocation of a body's entries at consecutive ticks, shared
 //! by every bucket its ticks' cells hash to. Something must say when it can be freed. An `Arc`
 //! says it by counting *copies* of the reference, and that is what makes it dear here: under
@@ -15,9 +23,9 @@
 //! itself and one for every bucket its section names (no bucket can take a run twice), so the
 //! count is never below the buckets that hold the run, however the section and others
 //! interleave; after the section it gives back what its buckets did not take and its own
-//! ([`NewRun::settle`]). A section that drops a run from a bucket (a delete clearing its last
+//! ([`NewHeld::settle`]). A section that drops a run from a bucket (a delete clearing its last
 //! bit, a sweep behind the floor) returns it, and its caller lets go of that hold
-//! ([`RunRef::release`]). A section that runs several times (the STM) returns only what its
+//! ([`HeldRef::release`]). A section that runs several times (the STM) returns only what its
 //! last, committed run did, so each hold is counted once. When the count reaches zero the run
 //! is **retired**: it is freed once no thread can still be looking at it, by crossbeam-epoch.
 //! (Why reserve: were the buckets' holds added only after the commit, to a count of one, a
@@ -80,88 +88,131 @@
 //! module's shape: a bucket is copied out of a section only by [`Snapshot::take`], and a
 //! `RunRef` lives only in a bucket, in a `NewRun` (private), among the keys `holders` counts
 //! from a snapshot's buckets (or the dropped table's), or on its way from a committed section
-//! to [`RunRef::release`], where it is not read.
+//! to [`HeldRef::release`], where it is not read.
 //!
 //! A [`RunRef`] is not `Copy`: taking one out of a bucket is a visible `clone`. It is `Clone`
 //! because the STM copies every bucket a section reads, runs and all, and that copy must stay
 //! a copy of words: so a clone is **not a hold**, and gives no right to read the run (that is
 //! the `Look`'s). Holds are counted apart, by the count in the run; the functions that let go
-//! of one ([`RunRef::release`], [`NewRun::settle`]) are `unsafe`, and each caller says whose
+//! of one ([`HeldRef::release`], [`NewHeld::settle`]) are `unsafe`, and each caller says whose
 //! hold it gives up.
 
 use super::TvhtEntry;
 use super::bucket::Bucket;
 use crate::primitive::{AtomicUsize, Ordering};
 use crate::sync::Table;
+use crate::warp::rules::Anchor;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-/// A run's allocation: its entries and its holds.
-struct RunData {
+/// A shared allocation counted by holds: a run's entries, or a span record's anchor.
+struct HeldData<T> {
     holds: AtomicUsize,
-    entries: Box<[TvhtEntry]>,
+    value: T,
 }
 
-/// A pointer to a run, as a bucket keeps it: compared by address, counted by holds (see the
-/// module documentation), its entries read only against a [`Look`]. A clone copies the pointer
-/// and is not a hold.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub(super) struct RunRef(NonNull<RunData>);
+/// What a run shares: its entries.
+pub(super) type Entries = Box<[TvhtEntry]>;
 
-// SAFETY: a run's entries are immutable after it is made and its count is an atomic, so
-// sharing the pointer between threads shares only immutable data and an atomic; when the
-// pointee may be freed is the protocol's concern (module documentation), not the thread's.
-unsafe impl Send for RunRef {}
-// SAFETY: as for `Send`: `&RunRef` gives access to nothing mutable but the atomic count.
-unsafe impl Sync for RunRef {}
+/// A pointer to a run, as a bucket keeps it.
+pub(super) type RunRef = HeldRef<Entries>;
+/// A run a write request made, until the request settles.
+pub(super) type NewRun = NewHeld<Entries>;
+/// A pointer to a span record's anchor, as the buckets of the span keep it (`span.rs`): the
+/// same protocol as a run's entries, so that copying a bucket copies a pointer for each of its
+/// span records and touches no count.
+pub(super) type AnchorRef = HeldRef<Anchor>;
+/// A span's anchor its write request made, until the request settles.
+pub(super) type NewAnchor = NewHeld<Anchor>;
 
-impl std::fmt::Debug for RunRef {
+/// A pointer to a run (or an anchor), as a bucket keeps it: compared by address, counted by
+/// holds (see the module documentation), its value read only against a [`Look`]. A clone
+/// copies the pointer and is not a hold.
+pub(super) struct HeldRef<T>(NonNull<HeldData<T>>);
+
+impl<T> Clone for HeldRef<T> {
+    fn clone(&self) -> Self {
+        HeldRef(self.0)
+    }
+}
+
+impl<T> PartialEq for HeldRef<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<T> Eq for HeldRef<T> {}
+
+impl<T> std::hash::Hash for HeldRef<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+// SAFETY: a run's entries (an anchor) are immutable after it is made and its count is an
+// atomic, so sharing the pointer between threads shares only immutable data of a `Send + Sync`
+// type and an atomic; when the pointee may be freed is the protocol's concern (module
+// documentation), not the thread's.
+unsafe impl<T: Send + Sync> Send for HeldRef<T> {}
+// SAFETY: as for `Send`: `&HeldRef` gives access to nothing mutable but the atomic count.
+unsafe impl<T: Send + Sync> Sync for HeldRef<T> {}
+
+impl<T> std::fmt::Debug for HeldRef<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RunRef({:p})", self.0)
+        write!(f, "HeldRef({:p})", self.0)
     }
 }
 
 impl RunRef {
     /// The run's entries, for as long as `look` lives.
     #[inline]
-    pub(super) fn entries<'g>(&self, _look: &'g Look) -> &'g [TvhtEntry] {
+    pub(super) fn entries<'g>(&self, look: &'g Look) -> &'g [TvhtEntry] {
+        self.get(look)
+    }
+}
+
+impl<T> HeldRef<T> {
+    /// The value, for as long as `look` lives.
+    #[inline]
+    pub(super) fn get<'g>(&self, _look: &'g Look) -> &'g T {
         // SAFETY: a `Look` lives only inside a section's closure, or in a `Snapshot` whose
         // thread pinned before it copied the buckets, and `self` was reached through that
-        // section's buckets or that copy: so the run is not freed before the `Look` dies
-        // (module documentation, "Why a look at a run is safe"), and its entries are never
-        // written after `NewRun::new`.
-        unsafe { &(*self.0.as_ptr()).entries }
+        // section's buckets or that copy: so the allocation is not freed before the `Look`
+        // dies (module documentation, "Why a look at a run is safe"), and its value is never
+        // written after `NewHeld::new`.
+        unsafe { &(*self.0.as_ptr()).value }
     }
 
     /// The holds counted now (for `validate`, at rest).
     pub(super) fn holds(&self, _look: &Look) -> usize {
-        // SAFETY: as in `entries`: the run is allocated while `look` lives.
+        // SAFETY: as in `get`: the allocation lives while `look` lives.
         unsafe { self.0.as_ref() }.holds.load(Ordering::Acquire)
     }
 
     /// Lets go of one hold: a bucket's, dropped by a committed section. If it was the last,
-    /// the run goes to `retired`, for [`Graveyard::retire_all`] (a section drops runs by the
-    /// dozen: retired one by one, each was a pin and a flush of the epoch's bag, 3.5% of a
-    /// `parallel` run's instructions).
+    /// the allocation goes to `retired`, for [`Graveyard::retire_all`] (a section drops runs
+    /// by the dozen: retired one by one, each was a pin and a flush of the epoch's bag, 3.5%
+    /// of a `parallel` run's instructions).
     ///
     /// # Safety
     /// The caller owns the hold it lets go of: `self` was taken out of a bucket by a section
     /// that committed, once for each bucket that did so.
-    pub(super) unsafe fn release(self, retired: &mut Vec<RunRef>) {
+    pub(super) unsafe fn release(self, retired: &mut Vec<HeldRef<T>>) {
         // SAFETY: the caller owns the hold (this function's contract).
         if unsafe { self.let_go(1) } {
             retired.push(self);
         }
     }
 
-    /// Lets go of `n` holds; whether they were the last (the run is then the caller's to
-    /// retire).
+    /// Lets go of `n` holds; whether they were the last (the allocation is then the caller's
+    /// to retire).
     ///
     /// # Safety
     /// The caller owns the `n` holds.
     unsafe fn let_go(&self, n: usize) -> bool {
-        // SAFETY: the caller owns `n` holds, so the count is at least `n` and the run stays
-        // allocated until this decrement.
+        // SAFETY: the caller owns `n` holds, so the count is at least `n` and the allocation
+        // stays until this decrement.
         let before = unsafe { self.0.as_ref() }
             .holds
             .fetch_sub(n, Ordering::AcqRel);
@@ -169,69 +220,77 @@ impl RunRef {
         before == n
     }
 
-    /// Frees the run now.
+    /// Frees the allocation now.
     ///
     /// # Safety
-    /// No thread may look at the run again: its holds are all let go and every thread that
-    /// might have reached it has unpinned (or, at the table's drop, no other thread exists).
+    /// No thread may look at it again: its holds are all let go and every thread that might
+    /// have reached it has unpinned (or, at the table's drop, no other thread exists).
     unsafe fn free(self) {
-        // SAFETY: the allocation came from `Box::leak` in `NewRun::new` and, by the caller's
+        // SAFETY: the allocation came from `Box::leak` in `NewHeld::new` and, by the caller's
         // contract, is freed once and never touched again.
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 
-    /// Lets go of the holds of `n` buckets, and frees the run at once if they were the last:
-    /// for the table's drop.
+    /// Lets go of the holds of `n` buckets, and frees the allocation at once if they were the
+    /// last: for the table's drop.
     ///
     /// # Safety
-    /// The caller owns `n` buckets that hold the run, and no other thread can reach it: the
-    /// table is being dropped, and those are its buckets, taken out of it.
+    /// The caller owns `n` buckets that hold it, and no other thread can reach it: the table
+    /// is being dropped, and those are its buckets, taken out of it.
     pub(super) unsafe fn drop_holds_at_drop(self, n: usize) {
         // SAFETY: the caller owns the `n` buckets' holds (this function's contract).
         if unsafe { self.let_go(n) } {
-            // SAFETY: the last hold is gone and no other thread can reach the run.
+            // SAFETY: the last hold is gone and no other thread can reach the allocation.
             unsafe { self.free() };
         }
     }
 }
 
-/// A run a write request made, until the request settles: it owns the request's own hold, so
-/// its entries are read with no [`Look`] (crossbeam's `Owned`, where [`RunRef`] is its
-/// `Shared`), and the holds reserved for the buckets of the request's section, which it lends
-/// them with [`NewRun::share`]. Not `Clone`: there is one per run, consumed by
-/// [`NewRun::settle`].
-pub(super) struct NewRun(RunRef);
+/// A run (or an anchor) a write request made, until the request settles: it owns the
+/// request's own hold, so its value is read with no [`Look`] (crossbeam's `Owned`, where
+/// [`HeldRef`] is its `Shared`), and the holds reserved for the buckets of the request's
+/// section, which it lends them with [`NewHeld::share`]. Not `Clone`: there is one per
+/// allocation, consumed by [`NewHeld::settle`].
+pub(super) struct NewHeld<T>(HeldRef<T>);
 
 impl NewRun {
-    /// A new run of `entries`, with one hold for its request and `reserved` for the buckets it
-    /// may be put in ([`NewRun::settle`] gives back what is not used).
-    pub(super) fn new(entries: Box<[TvhtEntry]>, reserved: usize) -> NewRun {
-        let data = Box::new(RunData {
-            holds: AtomicUsize::new(reserved + 1),
-            entries,
-        });
-        NewRun(RunRef(NonNull::from(Box::leak(data))))
-    }
-
     /// The run's entries.
     #[inline]
     pub(super) fn entries(&self) -> &[TvhtEntry] {
+        self.get()
+    }
+}
+
+impl<T: Send + Sync + 'static> NewHeld<T> {
+    /// A new allocation of `value`, with one hold for its request and `reserved` for the
+    /// buckets it may be put in ([`NewHeld::settle`] gives back what is not used).
+    pub(super) fn new(value: T, reserved: usize) -> NewHeld<T> {
+        let data = Box::new(HeldData {
+            holds: AtomicUsize::new(reserved + 1),
+            value,
+        });
+        NewHeld(HeldRef(NonNull::from(Box::leak(data))))
+    }
+
+    /// The value.
+    #[inline]
+    pub(super) fn get(&self) -> &T {
         // SAFETY: `self` owns the request's hold until `settle` consumes it, so the count is at
-        // least one while `self` is borrowed and the run is not retired; its entries are never
-        // written after `new`.
-        unsafe { &self.0.0.as_ref().entries }
+        // least one while `self` is borrowed and the allocation is not retired; its value is
+        // never written after `new`.
+        unsafe { &self.0.0.as_ref().value }
     }
 
     /// The pointer a bucket of the request's section keeps: one of the reserved holds, which
-    /// the bucket takes if the section commits ([`NewRun::settle`] counts it).
+    /// the bucket takes if the section commits ([`NewHeld::settle`] counts it).
     #[inline]
-    pub(super) fn share(&self) -> RunRef {
+    pub(super) fn share(&self) -> HeldRef<T> {
         self.0.clone()
     }
 
-    /// Whether a bucket's `r` is this run.
+    /// Whether a bucket's `r` is this allocation.
     #[inline]
-    pub(super) fn is(&self, r: &RunRef) -> bool {
+    pub(super) fn is(&self, r: &HeldRef<T>) -> bool {
         self.0 == *r
     }
 
@@ -239,9 +298,9 @@ impl NewRun {
     /// (none if it failed); gives back the rest and its own.
     ///
     /// # Safety
-    /// `reserved` is what the run was made with, and `taken` counts the buckets that hold the
-    /// run in the committed versions of the request's section: no more than that (or a hold
-    /// still in a bucket would be let go of).
+    /// `reserved` is what the allocation was made with, and `taken` counts the buckets that
+    /// hold it in the committed versions of the request's section: no more than that (or a
+    /// hold still in a bucket would be let go of).
     pub(super) unsafe fn settle(self, reserved: usize, taken: usize, graveyard: &Graveyard) {
         debug_assert!(
             taken <= reserved,
@@ -255,18 +314,26 @@ impl NewRun {
     }
 }
 
+/// What sections took out of buckets, runs and span anchors: each a bucket's hold, let go of
+/// once the section commits ([`Tvht::release_all`](super::Tvht::release_all)).
+#[derive(Default)]
+pub(super) struct Dropped {
+    pub(super) runs: Vec<RunRef>,
+    pub(super) anchors: Vec<AnchorRef>,
+}
+
 /// Where retired runs go until nobody can be looking at them (see the module documentation).
 #[derive(Default)]
 pub(super) struct Graveyard {
     /// Under loom: every retired run, freed when the table is dropped.
     #[cfg(loom)]
-    buried: crate::primitive::Mutex<Vec<RunRef>>,
+    buried: crate::primitive::Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Graveyard {
     /// Retires runs whose last hold is gone: they are freed once no thread can be looking at
     /// them.
-    pub(super) fn retire_all(&self, runs: Vec<RunRef>) {
+    pub(super) fn retire_all<T: Send + Sync + 'static>(&self, runs: Vec<HeldRef<T>>) {
         if runs.is_empty() {
             return;
         }
@@ -292,14 +359,20 @@ impl Graveyard {
             // with the `Arc` runs before); every 4th or 16th time, at 82-86 MiB. The time the
             // flushes take was within this machine's noise (cylinders and bouncing 2000, 1
             // and 2 workers), but one per run was 3.5% of a `parallel` run's instructions: a
-            // section's or a sweep's runs are retired together (see `RunRef::release`).
+            // section's or a sweep's runs are retired together (see `HeldRef::release`).
             guard.flush();
         }
         #[cfg(loom)]
         self.buried
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(runs);
+            .extend(runs.into_iter().map(|run| {
+                Box::new(move || {
+                    // SAFETY: run by `Graveyard::drop` only, when the table is being dropped:
+                    // no thread can look at the run.
+                    unsafe { run.free() }
+                }) as Box<dyn FnOnce() + Send>
+            }));
     }
 }
 
@@ -307,9 +380,10 @@ impl Graveyard {
 impl Drop for Graveyard {
     fn drop(&mut self) {
         let buried = std::mem::take(&mut *self.buried.lock().unwrap_or_else(|p| p.into_inner()));
-        for run in buried {
-            // SAFETY: the table is being dropped: no thread can look at any of its runs.
-            unsafe { run.free() };
+        // The table is being dropped: no thread can look at any of its runs (each closure
+        // frees one).
+        for free in buried {
+            free();
         }
     }
 }

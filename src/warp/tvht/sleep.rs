@@ -269,7 +269,7 @@ impl Tvht {
                     };
                     for &k in &keys[ks.clone()] {
                         let spans = &view.get(k).spans;
-                        for c in record_meets_spans(self, flight, &probe, spans, k, last) {
+                        for c in record_meets_spans(self, flight, look, &probe, spans, k, last) {
                             if c.tick() < last {
                                 last = c.tick();
                                 met.clear();

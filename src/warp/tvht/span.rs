@@ -56,13 +56,13 @@
 //! cell's record-half bucket, and every such contact is one.
 
 use super::bucket::Bucket;
+use super::runs::{AnchorRef, Look, NewAnchor};
 use super::sleep::{Boxed, EntrySlices, SleepRec};
 use super::{BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
 use crate::sync::View;
 use crate::warp::rules::Anchor;
-use std::sync::Arc;
 
 /// How the table asks a span's state and box at a tick: the engine's rules (rule 4's flight
 /// from the anchor, rule 1's box). A pure function of its arguments: a section may ask again.
@@ -115,24 +115,24 @@ pub(super) trait Held {
     /// Its ticks `from..until` and the box that holds it at all of them.
     fn held(&self) -> ((Tick, Tick), Aabb);
     /// It as an entry at `tick`.
-    fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry;
+    fn at(&self, flight: &dyn Flight, look: &Look, tick: Tick) -> TvhtEntry;
     /// A box holding its box at every tick of `from..=to`, if known (see [`Flight::sweep`]).
-    fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb>;
+    fn sweep(&self, flight: &dyn Flight, look: &Look, from: Tick, to: Tick) -> Option<Aabb>;
     /// Its body and how it moves (see [`Flight::near_ticks`]).
-    fn motion(&self) -> (BodyId, Motion<'_>);
+    fn motion<'a>(&'a self, look: &'a Look) -> (BodyId, Motion<'a>);
 }
 
 impl Held for SleepRec {
     fn held(&self) -> ((Tick, Tick), Aabb) {
         ((self.from, self.until), self.aabb)
     }
-    fn at(&self, _: &dyn Flight, tick: Tick) -> TvhtEntry {
+    fn at(&self, _: &dyn Flight, _: &Look, tick: Tick) -> TvhtEntry {
         SleepRec::at(self, tick)
     }
-    fn sweep(&self, _: &dyn Flight, _: Tick, _: Tick) -> Option<Aabb> {
+    fn sweep(&self, _: &dyn Flight, _: &Look, _: Tick, _: Tick) -> Option<Aabb> {
         Some(self.aabb)
     }
-    fn motion(&self) -> (BodyId, Motion<'_>) {
+    fn motion<'a>(&'a self, _: &'a Look) -> (BodyId, Motion<'a>) {
         (self.body, Motion::Still(&self.state))
     }
 }
@@ -141,14 +141,14 @@ impl Held for SpanRec {
     fn held(&self) -> ((Tick, Tick), Aabb) {
         ((self.from, self.until), self.aabb)
     }
-    fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry {
-        SpanRec::at(self, flight, tick)
+    fn at(&self, flight: &dyn Flight, look: &Look, tick: Tick) -> TvhtEntry {
+        SpanRec::at(self, flight, look, tick)
     }
-    fn sweep(&self, flight: &dyn Flight, from: Tick, to: Tick) -> Option<Aabb> {
-        flight.sweep(self.body, &self.anchor, from, to)
+    fn sweep(&self, flight: &dyn Flight, look: &Look, from: Tick, to: Tick) -> Option<Aabb> {
+        flight.sweep(self.body, self.anchor(look), from, to)
     }
-    fn motion(&self) -> (BodyId, Motion<'_>) {
-        (self.body, Motion::Flying(&self.anchor))
+    fn motion<'a>(&'a self, look: &'a Look) -> (BodyId, Motion<'a>) {
+        (self.body, Motion::Flying(self.anchor(look)))
     }
 }
 
@@ -199,17 +199,19 @@ const SWEEP_TICKS: u64 = 32;
 /// a window of at least [`SWEEP_TICKS`]).
 fn near_of<'a>(
     flight: &'a dyn Flight,
+    look: &'a Look,
     (me, anchor): (BodyId, &'a Anchor),
     o: &'a dyn Held,
 ) -> impl Fn(Tick, Tick) -> Near + 'a {
     move |l, h| {
-        let Some((l, h)) = flight.near_ticks((me, Motion::Flying(anchor)), o.motion(), l, h) else {
+        let Some((l, h)) = flight.near_ticks((me, Motion::Flying(anchor)), o.motion(look), l, h)
+        else {
             return Near::Apart;
         };
         if h - l < SWEEP_TICKS {
             return Near::Within(l, h);
         }
-        match (flight.sweep(me, anchor, l, h), o.sweep(flight, l, h)) {
+        match (flight.sweep(me, anchor, l, h), o.sweep(flight, look, l, h)) {
             (Some(x), Some(y)) if !x.overlaps(&y) => Near::Apart,
             (Some(_), Some(_)) => Near::Within(l, h),
             _ => Near::Unknown,
@@ -236,9 +238,10 @@ impl Boxed for SpanEntry {
 }
 
 /// A span record, as the record-half buckets of its cells hold it (see the module
-/// documentation). The anchor, which only a refinement reads, is shared by the copies in
-/// every bucket of the span (a span of a far body in `parallel` 100,000 has about 21), so a
-/// copy is 64 bytes, not 176, and copying a bucket copies a pointer for it.
+/// documentation). The anchor, which only a refinement reads, is one allocation shared by the
+/// copies in every bucket of the span (a span of a far body in `parallel` 100,000 has about
+/// 21) and counted by the buckets that hold it, as a run's entries are (`runs.rs`): a copy is
+/// 64 bytes, not 176, and copying a bucket copies a pointer for it and writes no count.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct SpanRec {
     pub(super) entity: EntityId,
@@ -247,7 +250,7 @@ pub(super) struct SpanRec {
     pub(super) until: Tick,
     pub(super) tag: u64,
     pub(super) aabb: Aabb,
-    pub(super) anchor: Arc<Anchor>,
+    pub(super) anchor: AnchorRef,
 }
 
 impl SpanRec {
@@ -255,9 +258,15 @@ impl SpanRec {
         self.from <= tick && tick < self.until
     }
 
+    /// The anchor it flies from, read as long as `look` lives.
+    #[inline]
+    pub(super) fn anchor<'g>(&self, look: &'g Look) -> &'g Anchor {
+        self.anchor.get(look)
+    }
+
     /// The span as an entry at `tick`: its state and box there.
-    pub(super) fn at(&self, flight: &dyn Flight, tick: Tick) -> TvhtEntry {
-        let state = flight.state(self.body, &self.anchor, tick);
+    pub(super) fn at(&self, flight: &dyn Flight, look: &Look, tick: Tick) -> TvhtEntry {
+        let state = flight.state(self.body, self.anchor(look), tick);
         TvhtEntry {
             entity: self.entity,
             body: self.body,
@@ -272,8 +281,13 @@ impl SpanRec {
     /// The entry of another entity's `other` (an entry, or a record at its tick) that this
     /// span meets at `other.tick`: the two as a contact, if their boxes overlap there (a
     /// *refinement*, counted, when the span's whole box overlaps it).
-    pub(super) fn meets(&self, flight: &dyn Flight, other: &TvhtEntry) -> Option<Contact> {
-        self.meets_with(flight, other, |t| self.at(flight, t))
+    pub(super) fn meets(
+        &self,
+        flight: &dyn Flight,
+        look: &Look,
+        other: &TvhtEntry,
+    ) -> Option<Contact> {
+        self.meets_with(flight, other, |t| self.at(flight, look, t))
     }
 
     /// [`SpanRec::meets`], with the span's entry at a tick from `at` (a writer that meets
@@ -518,6 +532,12 @@ impl Tvht {
         let flight = self.flight()?;
         let floor = self.floor();
         let (recs, main) = ranges.split_at(bodies.len());
+        // Each span's anchor, with a hold reserved for each of its record-half buckets (see
+        // `runs.rs`): the buckets share it, and the request settles the holds after the
+        // section.
+        let anchors: Vec<NewAnchor> = (bodies.iter().zip(recs))
+            .map(|(b, ks)| NewAnchor::new(b.anchor, ks.len()))
+            .collect();
         let out = self.section(keys, |view, look| {
             // The marks: none may have risen past those planned with, at this span's slices.
             // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
@@ -530,7 +550,7 @@ impl Tvht {
             if check {
                 let recs = recs.iter().flat_map(|ks| &keys[ks.clone()]);
                 if let Some(seen) = self.risen_marks(view, recs, marks, to) {
-                    return Ok(Marked::Again(seen));
+                    return Ok((Marked::Again(seen), Vec::new()));
                 }
             }
             refining();
@@ -567,15 +587,15 @@ impl Tvht {
             let mut cache: Vec<(Tick, TvhtEntry)> = Vec::new();
             // The spans as records, through `to` while they meet what is there; written
             // through `last`.
-            let mut mine: Vec<SpanRec> = (bodies.iter())
-                .map(|b| SpanRec {
+            let mut mine: Vec<SpanRec> = (bodies.iter().zip(&anchors))
+                .map(|(b, a)| SpanRec {
                     entity,
                     body: b.body,
                     from,
                     until: to + 1,
                     tag,
                     aabb: b.aabb,
-                    anchor: Arc::new(b.anchor),
+                    anchor: a.share(),
                 })
                 .collect();
             for (j, me) in mine.iter().enumerate() {
@@ -585,7 +605,7 @@ impl Tvht {
                 let mut at = |t: Tick| match cache.binary_search_by_key(&t, |c| c.0) {
                     Ok(i) => cache[i].1,
                     Err(i) => {
-                        let e = me.at(flight, t);
+                        let e = me.at(flight, look, t);
                         cache.insert(i, (t, e));
                         e
                     }
@@ -626,12 +646,12 @@ impl Tvht {
                         if lo < hi {
                             candidate_ticks(
                                 (lo, hi - 1),
-                                &near_of(flight, (me.body, &me.anchor), o),
+                                &near_of(flight, look, (me.body, me.anchor(look)), o),
                                 &mut |t| {
                                     if t > last {
                                         return false;
                                     }
-                                    let other = o.at(flight, t);
+                                    let other = o.at(flight, look, t);
                                     if let Some(c) = me.meets_with(flight, &other, &mut at) {
                                         meet(c, k, &mut last);
                                     }
@@ -643,12 +663,15 @@ impl Tvht {
                 }
             }
             met.retain(|(c, _)| c.tick() <= last);
+            // The anchors of the spans these buckets drop: each a bucket's hold, let go of
+            // once the section commits.
+            let mut dropped = Vec::new();
             for (rec, ks) in mine.iter_mut().zip(recs) {
                 rec.until = last + 1;
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
                     // What the floor left behind goes here, not through the ledger.
-                    bucket.spans.retain(|s| s.until > floor);
+                    drop_spans(&mut bucket.spans, |s| s.until <= floor, &mut dropped);
                     bucket.met.retain(|c| c.tick() >= floor);
                     bucket.spans.push(rec.clone());
                 }
@@ -657,17 +680,37 @@ impl Tvht {
                 view.get_mut(k).met.push(c);
             }
             let met = met.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
-            Ok(Marked::Written(last, met))
+            Ok((Marked::Written(last, met), dropped))
         });
-        out.map(|o| match o {
-            Marked::Written(last, mut c) => {
-                self.refined_committed();
-                // Only the record half changed, and its buckets dropped what lay behind the
-                // floor as they took the spans: nothing to note in the ledger.
-                c.sort_unstable_by_key(Contact::key);
-                Marked::Written(last, c)
+        // Every record-half bucket of a span took its anchor if the spans were written, none
+        // otherwise (nothing was changed).
+        let written = matches!(out, Ok((Marked::Written(..), _)));
+        // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+        // `TIMEWARP_BROKEN=span_anchor_unheld` (a loom negative control, see `sync::broken`):
+        // the request settles as if no bucket took its anchors, so the buckets hold anchors
+        // whose holds are gone (freed under them, but for loom's graveyard).
+        #[cfg(timewarp_broken)]
+        let written = written && !crate::sync::broken("span_anchor_unheld");
+        for (a, ks) in anchors.into_iter().zip(recs) {
+            let taken = if written { ks.len() } else { 0 };
+            // SAFETY: the anchor was made with `ks.len()` holds reserved, and the committed
+            // section put it in each of its `ks.len()` distinct buckets if it wrote, in none if
+            // it did not (or failed).
+            unsafe { a.settle(ks.len(), taken, &self.graveyard) };
+        }
+        out.map(|(o, dropped)| {
+            // SAFETY: `dropped` came out of buckets of the committed section, once per bucket.
+            unsafe { self.release_all(dropped) };
+            match o {
+                Marked::Written(last, mut c) => {
+                    self.refined_committed();
+                    // Only the record half changed, and its buckets dropped what lay behind the
+                    // floor as they took the spans: nothing to note in the ledger.
+                    c.sort_unstable_by_key(Contact::key);
+                    Marked::Written(last, c)
+                }
+                again => again,
             }
-            again => again,
         })
     }
 
@@ -686,7 +729,7 @@ impl Tvht {
         let recs = self.plan_span(to, bodies, None, &mut keys)?;
         let mine =
             |s: &SpanRec, b: &SpanEntry| s.entity == entity && s.body == b.body && s.tag == tag;
-        let out = self.section(&keys, |view, _| {
+        let out = self.section(&keys, |view, look| {
             for (b, ks) in bodies.iter().zip(&recs) {
                 for &k in &keys[ks.clone()] {
                     match view.get(k).spans.iter().find(|s| mine(s, b)) {
@@ -697,7 +740,7 @@ impl Tvht {
                                 tick: to,
                             });
                         }
-                        Some(s) if s.aabb != b.aabb || *s.anchor != b.anchor => {
+                        Some(s) if s.aabb != b.aabb || *s.anchor(look) != b.anchor => {
                             return Err(TvhtError::BoundsMismatch {
                                 body: b.body,
                                 tick: to,
@@ -708,6 +751,7 @@ impl Tvht {
                 }
             }
             let mut contacts = Vec::new();
+            let mut dropped = Vec::new();
             for (b, ks) in bodies.iter().zip(&recs) {
                 for &k in &keys[ks.clone()] {
                     let bucket = view.get_mut(k);
@@ -730,19 +774,37 @@ impl Tvht {
                         !gone
                     });
                     if s_from >= to {
-                        bucket.spans.retain(|x| !mine(x, b));
+                        drop_spans(&mut bucket.spans, |x| mine(x, b), &mut dropped);
                     } else if let Some(x) = bucket.spans.iter_mut().find(|x| mine(x, b)) {
                         x.until = x.until.min(to);
                     }
                 }
             }
-            Ok(contacts)
+            Ok((contacts, dropped))
         });
-        out.map(|mut c| {
+        out.map(|(mut c, dropped)| {
+            // SAFETY: `dropped` came out of buckets of the committed section, once per bucket.
+            unsafe { self.release_all(dropped) };
             c.sort_unstable_by_key(Contact::key);
             c
         })
     }
+}
+
+/// Removes the span records of `spans` for which `gone` holds, their anchors to `dropped`
+/// (each a bucket's hold, for its caller to let go of once its section commits).
+pub(super) fn drop_spans(
+    spans: &mut Vec<SpanRec>,
+    gone: impl Fn(&SpanRec) -> bool,
+    dropped: &mut Vec<AnchorRef>,
+) {
+    spans.retain(|s| {
+        let g = gone(s);
+        if g {
+            dropped.push(s.anchor.clone());
+        }
+        !g
+    });
 }
 
 /// Sleep records meet spans too: the contacts of sleep record `r` (of a body of a sleeping
@@ -751,6 +813,7 @@ impl Tvht {
 pub(super) fn record_meets_spans(
     tvht: &Tvht,
     flight: &dyn Flight,
+    look: &Look,
     r: &SleepRec,
     spans: &[SpanRec],
     k: usize,
@@ -766,9 +829,9 @@ pub(super) fn record_meets_spans(
         if lo < hi {
             candidate_ticks(
                 (lo, hi - 1),
-                &near_of(flight, (s.body, &s.anchor), r),
+                &near_of(flight, look, (s.body, s.anchor(look)), r),
                 &mut |t| {
-                    found.extend(s.meets(flight, &r.at(t)));
+                    found.extend(s.meets(flight, look, &r.at(t)));
                     true
                 },
             );

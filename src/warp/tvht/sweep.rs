@@ -23,7 +23,7 @@
 //! that section commits; no entry is older than the floor of the last full sweep.
 
 use super::bucket::Bucket;
-use super::runs::RunRef;
+use super::runs::{Dropped, HeldRef};
 use super::{EntityId, Tick, Tvht};
 use crate::primitive::Ordering;
 
@@ -48,9 +48,9 @@ fn shrink<T>(v: &mut Vec<T>) {
 }
 
 impl Bucket {
-    /// Removes what is behind `floor`; returns the entries removed. The runs it no longer
-    /// holds go to `dropped` (their holds to let go of once the section commits).
-    pub(super) fn prune(&mut self, floor: Tick, dropped: &mut Vec<RunRef>) -> usize {
+    /// Removes what is behind `floor`; returns the entries removed. The runs and span anchors
+    /// it no longer holds go to `dropped` (their holds to let go of once the section commits).
+    pub(super) fn prune(&mut self, floor: Tick, dropped: &mut Dropped) -> usize {
         let mut removed = 0;
         if let Some(last) = floor.checked_sub(1) {
             self.runs.retain_mut(|r| {
@@ -60,7 +60,7 @@ impl Bucket {
                 if r.present == 0 {
                     // The bucket's pointer, with its hold, leaves with the run (`retain_mut`
                     // drops the run itself).
-                    dropped.push(r.entries.clone());
+                    dropped.runs.push(r.entries.clone());
                 }
                 r.present != 0
             });
@@ -68,7 +68,7 @@ impl Bucket {
         self.contacts.retain(|c| c.tick >= floor);
         self.records.retain(|r| r.until > floor);
         self.woken.retain(|c| c.awake.tick >= floor);
-        self.spans.retain(|s| s.until > floor);
+        super::span::drop_spans(&mut self.spans, |s| s.until <= floor, &mut dropped.anchors);
         self.met.retain(|c| c.tick() >= floor);
         // A bucket serves different (cell, slice) pairs over a run: room kept for a crowded
         // cell of one slice would stay with it, and in time every bucket would keep the room
@@ -196,21 +196,24 @@ impl Tvht {
     }
 
     /// Sweeps buckets `keys` below `floor`, each in a section of its own; lets go of the holds
-    /// of the runs they dropped together, at the end. Returns the copies removed.
+    /// of the runs and anchors they dropped together, at the end. Returns the copies removed.
     fn prune_buckets(&self, keys: impl Iterator<Item = usize>, floor: Tick) -> usize {
-        let mut dropped = Vec::new();
+        let mut dropped = Dropped::default();
         let removed = keys
             .map(|k| self.prune_bucket(k, floor, &mut dropped))
             .sum();
         // SAFETY: `dropped` holds what each bucket's committed sweep took out of it
         // (`prune_bucket`), once per bucket.
-        unsafe { self.release_all(dropped) };
+        unsafe {
+            self.release_all(dropped.runs);
+            self.release_all(dropped.anchors);
+        }
         removed
     }
 
-    /// Sweeps bucket `k` below `floor`; adds the runs it dropped to `dropped` (their holds
-    /// are the caller's to let go of).
-    fn prune_bucket(&self, k: usize, floor: Tick, dropped: &mut Vec<RunRef>) -> usize {
+    /// Sweeps bucket `k` below `floor`; adds the runs and anchors it dropped to `dropped`
+    /// (their holds are the caller's to let go of).
+    fn prune_bucket(&self, k: usize, floor: Tick, dropped: &mut Dropped) -> usize {
         // Changed only if it holds something old (under the STM, seen first on a read-only
         // look): most buckets of a sweep do not. Entries only age, so a bucket seen clean may
         // be swept next time.
@@ -218,23 +221,25 @@ impl Tvht {
             k,
             |b| b.has_old(floor),
             |b| {
-                let mut dropped = Vec::new();
+                let mut dropped = Dropped::default();
                 (b.prune(floor, &mut dropped), dropped)
             },
         );
         pruned.map_or(0, |(n, mut more)| {
-            dropped.append(&mut more);
+            dropped.runs.append(&mut more.runs);
+            dropped.anchors.append(&mut more.anchors);
             n
         })
     }
 
-    /// Lets go of the holds of the runs that a committed section dropped from its buckets.
+    /// Lets go of the holds of the runs (or span anchors) that a committed section dropped
+    /// from its buckets.
     ///
     /// # Safety
-    /// Each of `dropped` is the pointer of a bucket that a committed section took the run out
-    /// of, once per such bucket (what its closure's last run returned): its hold is the
-    /// caller's to let go of ([`RunRef::release`]).
-    pub(super) unsafe fn release_all(&self, dropped: Vec<RunRef>) {
+    /// Each of `dropped` is the pointer of a bucket that a committed section took the run
+    /// (anchor) out of, once per such bucket (what its closure's last run returned): its hold
+    /// is the caller's to let go of ([`HeldRef::release`]).
+    pub(super) unsafe fn release_all<T: Send + Sync + 'static>(&self, dropped: Vec<HeldRef<T>>) {
         let mut retired = Vec::new();
         for r in dropped {
             // SAFETY: the bucket's hold is ours (this function's contract).

@@ -11,9 +11,9 @@
 //! the buckets that hold it (`runs.rs`). A snapshot's runs are read while the thread is pinned
 //! (`runs.rs`, "Why a look at a run is safe").
 
-use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
+use super::bucket::{Bucket, ContactRec, RUN_TICKS, anchor_holders, holders};
 use super::cells::cells;
-use super::runs::Snapshot;
+use super::runs::{Look, Snapshot};
 use super::sleep::SleepRec;
 use super::span::{Held, SpanRec};
 use super::{BodyEntry, BodyId, ContactKey, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
@@ -105,6 +105,15 @@ impl Tvht {
                         r.entries(look)[0].body,
                         r.entries(look)[0].tick,
                         r.holds(look)
+                    )));
+                }
+            }
+            for (a, n) in anchor_holders(snap) {
+                if a.holds(look) != n {
+                    return Err(TvhtError::Invalid(format!(
+                        "a span's anchor at tick {} held by {n} buckets counts {} holds",
+                        a.get(look).tick,
+                        a.holds(look)
                     )));
                 }
             }
@@ -235,7 +244,7 @@ impl Tvht {
         let live: BTreeMap<(Tick, BodyId), TvhtEntry> =
             copies.into_iter().map(|(k, (e, _))| (k, e)).collect();
         let sleepers = self.validate_sleep(snap, floor, &live)?;
-        self.validate_spans(snap, floor, &live, &sleepers)
+        self.validate_spans((snap, look), floor, &live, &sleepers)
     }
 
     /// The sleep records' invariants: each live record is in exactly the sleep buckets of its
@@ -354,7 +363,7 @@ impl Tvht {
     /// `sleepers` are the live sleep records ([`Tvht::validate_sleep`]).
     fn validate_spans(
         &self,
-        snap: &[Bucket],
+        (snap, look): (&[Bucket], &Look),
         floor: Tick,
         live: &BTreeMap<(Tick, BodyId), TvhtEntry>,
         sleepers: &SleepRecs,
@@ -389,7 +398,7 @@ impl Tvht {
             let probe = BodyEntry {
                 body: s.body,
                 aabb: s.aabb,
-                state: s.anchor.state,
+                state: s.anchor(look).state,
                 asleep: false,
             };
             if let Err(x) = self.plan_sleep(s.from, &[probe], None, &mut want) {
@@ -423,7 +432,7 @@ impl Tvht {
                 s.entity == e.entity && s.body == e.body && s.tag == e.tag && s.covers(e.tick)
             };
             if let Some(s) = spans.values().map(|x| &x.0).find(mine) {
-                return (s.at(flight, e.tick) == *e).then_some((true, s.aabb));
+                return (s.at(flight, look, e.tick) == *e).then_some((true, s.aabb));
             }
             if let Some(r) = sleepers().find(|r| {
                 r.entity == e.entity && r.body == e.body && r.tag == e.tag && r.covers(e.tick)
@@ -476,11 +485,11 @@ impl Tvht {
                 let ((from, until), b) = o.held();
                 if b.overlaps(&s.aabb) {
                     let common = from.max(ticks.start)..until.min(ticks.end);
-                    others.extend(common.map(|t| o.at(flight, t)));
+                    others.extend(common.map(|t| o.at(flight, look, t)));
                 }
             }
             for x in others.iter().filter(|x| x.entity != s.entity) {
-                if let Some(c) = s.meets(flight, x)
+                if let Some(c) = s.meets(flight, look, x)
                     && !met.contains(&c.key())
                 {
                     return err(format!("span {s:?} meets {x:?} with no contact"));

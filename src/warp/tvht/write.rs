@@ -26,7 +26,7 @@
 
 use super::bucket::{Bucket, ContactRec, RUN_TICKS, Run};
 use super::plan::{Plan, Planned};
-use super::runs::{Graveyard, Look, NewRun};
+use super::runs::{Dropped, Graveyard, Look, NewRun};
 use super::sleep::SleepContact;
 use super::{BodyEntry, BodyId, Contact, EntityId, Step, Tick, Tvht, TvhtEntry, TvhtError};
 use crate::geometry::Aabb;
@@ -511,7 +511,7 @@ impl Tvht {
                 }
             }
             // Reclaim what is behind the floor in the buckets this section holds anyway.
-            let mut dropped = Vec::new();
+            let mut dropped = Dropped::default();
             for i in 0..view.keys().len() {
                 if view.at(i).has_old(floor) {
                     view.at_mut(i).prune(floor, &mut dropped);
@@ -563,7 +563,10 @@ impl Tvht {
             runs.taken = added;
             // SAFETY: `dropped` is what the committed run of the section took out of its
             // buckets (`Bucket::prune`), once per bucket.
-            unsafe { self.release_all(dropped) };
+            unsafe {
+                self.release_all(dropped.runs);
+                self.release_all(dropped.anchors);
+            }
             if n > 0 {
                 // The buckets the written steps put entries in, and, if they met sleep
                 // records, the sleep buckets they may have put their contacts in.
@@ -654,7 +657,7 @@ impl Tvht {
                                 && q.aabb.overlaps(&me.aabb)
                                 && self.sleep_slot(self.owner_cell(&me.aabb, &q.aabb)) == k
                         })
-                        .filter_map(|q| q.meets(flight, me))
+                        .filter_map(|q| q.meets(flight, look, me))
                         .collect();
                     if !found.is_empty() {
                         view.at_mut(at).met.extend(&found);
