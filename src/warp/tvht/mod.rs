@@ -88,7 +88,7 @@ mod tests;
 mod validate;
 mod write;
 
-use bucket::{Bucket, anchor_holders, holders};
+use bucket::Bucket;
 use runs::{Graveyard, Look};
 pub use span::{Flight, Motion, SpanEntry};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
@@ -385,25 +385,22 @@ impl Drop for Tvht {
         let empty = Table::with_class(self.table.backend(), 0, self.table.class(), |_| {
             unreachable!("an empty table has no slot")
         });
-        // Only those that hold runs or spans (most hold none at the end of a run; the others
-        // go now).
-        let mut buckets = Vec::new();
+        // Each bucket lets go of its holds as it goes: the last one frees a run or an anchor
+        // (no copy of the buckets, no count of their holders: a table of 65,536 buckets took
+        // longer to gather than a frame of a short run).
         std::mem::replace(&mut self.table, empty).into_each(|b| {
-            if !b.runs.is_empty() || !b.spans.is_empty() {
-                buckets.push(b);
+            for r in b.runs {
+                // SAFETY: `&mut self`: no other thread uses the table, and `b` is one of its
+                // buckets, taken out of it, which holds the run once; nothing else can reach
+                // the run (a request borrows the table, so none is in flight).
+                unsafe { r.entries.drop_holds_at_drop(1) };
+            }
+            for s in b.spans {
+                // SAFETY: as for the runs: `b` holds the anchor once, and nothing else can
+                // reach it.
+                unsafe { s.anchor.drop_holds_at_drop(1) };
             }
         });
-        for (r, n) in holders(&buckets) {
-            // SAFETY: `&mut self`: no other thread uses the table, and `buckets` are all of
-            // its buckets, taken out of it: `n` of them hold the run, and nothing else can
-            // reach it (a request borrows the table, so none is in flight).
-            unsafe { r.drop_holds_at_drop(n) };
-        }
-        for (a, n) in anchor_holders(&buckets) {
-            // SAFETY: as for the runs: `n` of the table's buckets hold the anchor, and nothing
-            // else can reach it.
-            unsafe { a.drop_holds_at_drop(n) };
-        }
     }
 }
 
