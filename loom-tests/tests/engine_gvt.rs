@@ -100,6 +100,7 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
             window,
             slack: 1,
             chunk,
+            copiers: 1,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let gb = g.clone();
@@ -227,6 +228,7 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             window: 2,
             slack: 1,
             chunk: 1,
+            copiers: 1,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let ga = g.clone();

@@ -353,6 +353,7 @@ fn model(name: &str, config: Config, backend: Backend, preemptions: usize) {
             window,
             slack: 1,
             chunk: 64,
+            copiers: 1,
         };
         let sh = Arc::new(Shared {
             rules: rules.clone(),

@@ -1133,6 +1133,7 @@ pub fn run_warp_from_with(
     let gvt_config = GvtConfig {
         start_tick,
         chunk: GvtConfig::chunk_for(threads, n),
+        copiers: threads,
         ..GvtConfig::new(n, frame_ticks, window)
     };
     let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;

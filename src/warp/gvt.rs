@@ -82,6 +82,18 @@
 //! atomics keep even a caller that breaks the contract (two threads recording one body) free
 //! of data races.
 //!
+//! ## Copying out
+//!
+//! A commit copies its frames out under the output's lock before it raises the word, and until
+//! the word rises every entity that has flown to the window waits. With spans the GVT moves in
+//! jumps of most of a window (every body's span ends near the window's end, and the least
+//! front jumps when the last one is written), so the copy of a jump, a hundred frames of every
+//! body, is on the path every worker waits on. A jump of many states is therefore split by
+//! frames over up to `copiers` threads (the engine's worker count), scoped to the commit; each
+//! fills frames of its own from cells that no record writes until the word rises, so the
+//! protocol is the one above, with the copy done sooner. Under loom the copy is made on the
+//! committing thread.
+//!
 //! ## Chunk size
 //!
 //! A chunk slot is where records of different entities meet: two workers recording bodies of
@@ -128,6 +140,9 @@ pub struct GvtConfig {
     /// Bodies per chunk slot, a power of two up to 64 (see "Chunk size" in the module
     /// documentation; [`GvtConfig::chunk_for`] picks it for an engine).
     pub chunk: usize,
+    /// Threads a commit may copy its frames out on (>= 1; see "Copying out"): the engine's
+    /// workers, who wait for the copy when the GVT jumps.
+    pub copiers: usize,
 }
 
 impl GvtConfig {
@@ -140,6 +155,7 @@ impl GvtConfig {
             window,
             slack: (window / 4).max(1),
             chunk: MAX_CHUNK,
+            copiers: 1,
         }
     }
 
@@ -237,6 +253,10 @@ impl Slot {
     }
 }
 
+/// A commit copies out on several threads only if each has at least this many states to copy
+/// (a thread costs tens of microseconds to start; a state about ten nanoseconds to copy).
+const COPY_STATES: usize = 1 << 14;
+
 /// Words of a cell: the 13 floats of a [`BodyState`], two to a word.
 const CELL_WORDS: usize = 7;
 
@@ -332,6 +352,8 @@ pub struct GvtBuffer {
     frame_ticks: u64,
     /// Frame ticks in the ring of cells, and the ticks they span (`frames * frame_ticks`).
     frames: usize,
+    /// Threads a commit may copy its frames on.
+    copiers: usize,
     ring: u64,
     /// Cell of frame slot `f` of body `b`: `cells[f * bodies + b]`.
     cells: Box<[Cell]>,
@@ -395,6 +417,7 @@ impl GvtBuffer {
             window: c.window,
             frame_ticks: c.frame_ticks,
             frames,
+            copiers: c.copiers.max(1),
             ring: frames as u64 * c.frame_ticks,
             cells: Cell::empty(frames * c.bodies),
             fronts: (0..c.bodies)
@@ -736,13 +759,45 @@ impl GvtBuffer {
         if m <= from {
             return;
         }
-        for (t, cells) in self.frames_in(from..m) {
-            let mut states = o.spare.pop().unwrap_or_default();
-            states.clear();
-            states.extend(cells.iter().map(Cell::get));
+        let mut out: Vec<(Tick, &[Cell], Vec<BodyState>)> = (self.frames_in(from..m))
+            .map(|(t, cells)| (t, cells, o.spare.pop().unwrap_or_default()))
+            .collect();
+        self.copy_out(&mut out);
+        for (t, _, states) in out {
             o.frames.insert(t, states);
         }
         self.gvt.store(m, Ordering::SeqCst);
+    }
+
+    /// Fills each frame of `out` with its cells' states: on this thread, or, for a jump of
+    /// many frames, on as many as `copiers` threads at once, each filling frames of its own
+    /// (see "Copying out").
+    fn copy_out(&self, out: &mut [(Tick, &[Cell], Vec<BodyState>)]) {
+        let fill = |part: &mut [(Tick, &[Cell], Vec<BodyState>)]| {
+            for (_, cells, states) in part {
+                states.clear();
+                states.extend(cells.iter().map(Cell::get));
+            }
+        };
+        let states = out.len() * self.bodies;
+        let parts = self.copiers.min(states / COPY_STATES).max(1);
+        #[cfg(not(loom))]
+        if parts > 1 {
+            let per = out.len().div_ceil(parts);
+            std::thread::scope(|s| {
+                let mut rest = out.chunks_mut(per);
+                let mine = rest.next();
+                for part in rest {
+                    s.spawn(move || fill(part));
+                }
+                if let Some(part) = mine {
+                    fill(part);
+                }
+            });
+            return;
+        }
+        let _ = parts;
+        fill(out);
     }
 
     /// The committed frames not handed out yet, in tick order: `(tick, states of all bodies in
@@ -952,6 +1007,52 @@ mod tests {
             g.validate().unwrap();
             assert!(GvtBuffer::new(be, GvtConfig::new(0, 4, 4)).is_err());
             assert!(GvtBuffer::new(be, GvtConfig::new(3, 0, 4)).is_err());
+        }
+    }
+
+    /// A jump of the GVT over many frames of many bodies is copied out on several threads
+    /// (`copiers`): the frames handed out are those a single copier hands out, each holding
+    /// every body's state at its tick, in tick order.
+    #[test]
+    fn a_jump_is_copied_out_alike_on_several_threads() {
+        let (bodies, window) = (3000, 64);
+        for &be in Backend::COMPILED {
+            let mut out = Vec::new();
+            for copiers in [1, 4] {
+                let g = GvtBuffer::new(
+                    be,
+                    GvtConfig {
+                        copiers,
+                        ..GvtConfig::new(bodies, 1, window)
+                    },
+                )
+                .unwrap();
+                assert!(
+                    window as usize * bodies >= 4 * COPY_STATES,
+                    "a jump worth splitting"
+                );
+                // Every body flies the whole window: the last record commits it all at once.
+                for b in 0..bodies as BodyId {
+                    assert_eq!(g.gvt(), 0);
+                    g.record_span(0, window as usize, &[b], |i, _| st(b, i as Tick))
+                        .unwrap();
+                }
+                assert_eq!(g.gvt(), window);
+                let frames = g.drain_committed();
+                assert_eq!(frames.len(), window as usize);
+                for (k, (t, states)) in frames.iter().enumerate() {
+                    assert_eq!(*t, k as Tick);
+                    assert!(
+                        states
+                            .iter()
+                            .enumerate()
+                            .all(|(b, s)| *s == st(b as BodyId, *t))
+                    );
+                }
+                g.validate().unwrap();
+                out.push(frames);
+            }
+            assert_eq!(out[0], out[1]);
         }
     }
 
