@@ -152,8 +152,11 @@ impl Held for SpanRec {
     }
 }
 
-/// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]).
-const REFINE_TICKS: u64 = 4;
+/// Intervals of at most this many ticks are refined tick by tick ([`candidate_ticks`]): the
+/// window of [`SWEEP_TICKS`] under which a pair's sweeps are not compared, so that halving an
+/// interval shorter than it only asks [`Flight::near_ticks`] again, which costs more than the
+/// ticks it may spare (measured in `docs/results.md`).
+const REFINE_TICKS: u64 = SWEEP_TICKS;
 
 /// What [`candidate_ticks`]'s `near` says of two bodies over an interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
