@@ -779,10 +779,9 @@ impl GvtBuffer {
                 states.extend(cells.iter().map(Cell::get));
             }
         };
-        let states = out.len() * self.bodies;
-        let parts = self.copiers.min(states / COPY_STATES).max(1);
-        #[cfg(not(loom))]
-        if parts > 1 {
+        let parts = self.copiers.min(out.len() * self.bodies / COPY_STATES);
+        // Under loom the copy stays on the committing thread: loom sees no std thread.
+        if cfg!(not(loom)) && parts > 1 {
             let per = out.len().div_ceil(parts);
             std::thread::scope(|s| {
                 let mut rest = out.chunks_mut(per);
@@ -796,7 +795,6 @@ impl GvtBuffer {
             });
             return;
         }
-        let _ = parts;
         fill(out);
     }
 

@@ -27,7 +27,7 @@
 //! the run's body and writer, inside its `bounds`; a run's entries never change after it is
 //! made. A body has at most one entry per tick in a bucket.
 
-use super::runs::{AnchorRef, Look, NewRun, RunRef};
+use super::runs::{HeldRef, Look, NewRun, RunRef};
 use super::sleep::{SleepContact, SleepRec};
 use super::span::SpanRec;
 use super::{BodyId, Contact, EntityId, Tick, TvhtEntry};
@@ -298,22 +298,15 @@ impl Bucket {
     }
 }
 
-/// How many of `buckets` hold each run (the keys are clones of the buckets' pointers: no
+/// How many times each of the pointers `held` (a run's or an anchor's, one per bucket that holds
+/// it) comes: the holds each should count (the keys are clones of the buckets' pointers: no
 /// holds).
-pub(super) fn holders(buckets: &[Bucket]) -> std::collections::HashMap<RunRef, usize> {
-    let mut held = std::collections::HashMap::new();
-    for r in buckets.iter().flat_map(|b| &b.runs) {
-        *held.entry(r.entries.clone()).or_default() += 1;
+pub(super) fn holders<'a, T: 'a>(
+    held: impl Iterator<Item = &'a HeldRef<T>>,
+) -> std::collections::HashMap<HeldRef<T>, usize> {
+    let mut n = std::collections::HashMap::new();
+    for r in held {
+        *n.entry(r.clone()).or_default() += 1;
     }
-    held
-}
-
-/// How many of `buckets` hold each span record's anchor (the keys are clones of the buckets'
-/// pointers: no holds).
-pub(super) fn anchor_holders(buckets: &[Bucket]) -> std::collections::HashMap<AnchorRef, usize> {
-    let mut held = std::collections::HashMap::new();
-    for s in buckets.iter().flat_map(|b| &b.spans) {
-        *held.entry(s.anchor.clone()).or_default() += 1;
-    }
-    held
+    n
 }

@@ -315,11 +315,19 @@ impl<T: Send + Sync + 'static> NewHeld<T> {
 }
 
 /// What sections took out of buckets, runs and span anchors: each a bucket's hold, let go of
-/// once the section commits ([`Tvht::release_all`](super::Tvht::release_all)).
+/// once the section commits ([`Tvht::release_dropped`](super::Tvht::release_dropped)).
 #[derive(Default)]
 pub(super) struct Dropped {
     pub(super) runs: Vec<RunRef>,
     pub(super) anchors: Vec<AnchorRef>,
+}
+
+impl Dropped {
+    /// Adds what `other` holds.
+    pub(super) fn append(&mut self, mut other: Dropped) {
+        self.runs.append(&mut other.runs);
+        self.anchors.append(&mut other.anchors);
+    }
 }
 
 /// Where retired runs go until nobody can be looking at them (see the module documentation).

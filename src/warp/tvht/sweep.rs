@@ -204,10 +204,7 @@ impl Tvht {
             .sum();
         // SAFETY: `dropped` holds what each bucket's committed sweep took out of it
         // (`prune_bucket`), once per bucket.
-        unsafe {
-            self.release_all(dropped.runs);
-            self.release_all(dropped.anchors);
-        }
+        unsafe { self.release_dropped(dropped) };
         removed
     }
 
@@ -225,9 +222,8 @@ impl Tvht {
                 (b.prune(floor, &mut dropped), dropped)
             },
         );
-        pruned.map_or(0, |(n, mut more)| {
-            dropped.runs.append(&mut more.runs);
-            dropped.anchors.append(&mut more.anchors);
+        pruned.map_or(0, |(n, more)| {
+            dropped.append(more);
             n
         })
     }
@@ -246,5 +242,17 @@ impl Tvht {
             unsafe { r.release(&mut retired) };
         }
         self.graveyard.retire_all(retired);
+    }
+
+    /// [`Tvht::release_all`] of the runs and of the anchors of `dropped`.
+    ///
+    /// # Safety
+    /// As for [`Tvht::release_all`], for each of them.
+    pub(super) unsafe fn release_dropped(&self, dropped: Dropped) {
+        // SAFETY: the caller's contract, for both lists.
+        unsafe {
+            self.release_all(dropped.runs);
+            self.release_all(dropped.anchors);
+        }
     }
 }

@@ -11,7 +11,7 @@
 //! the buckets that hold it (`runs.rs`). A snapshot's runs are read while the thread is pinned
 //! (`runs.rs`, "Why a look at a run is safe").
 
-use super::bucket::{Bucket, ContactRec, RUN_TICKS, anchor_holders, holders};
+use super::bucket::{Bucket, ContactRec, RUN_TICKS, holders};
 use super::cells::cells;
 use super::runs::{Look, Snapshot};
 use super::sleep::SleepRec;
@@ -98,7 +98,7 @@ impl Tvht {
         let snapshot = Snapshot::take(&self.table);
         let (snap, look) = (snapshot.buckets(), snapshot.look());
         if at_rest {
-            for (r, n) in holders(snap) {
+            for (r, n) in holders(snap.iter().flat_map(|b| &b.runs).map(|r| &r.entries)) {
                 if r.holds(look) != n {
                     return Err(TvhtError::Invalid(format!(
                         "a run of body {} from tick {} held by {n} buckets counts {} holds",
@@ -108,7 +108,7 @@ impl Tvht {
                     )));
                 }
             }
-            for (a, n) in anchor_holders(snap) {
+            for (a, n) in holders(snap.iter().flat_map(|b| &b.spans).map(|s| &s.anchor)) {
                 if a.holds(look) != n {
                     return Err(TvhtError::Invalid(format!(
                         "a span's anchor at tick {} held by {n} buckets counts {} holds",

@@ -563,10 +563,7 @@ impl Tvht {
             runs.taken = added;
             // SAFETY: `dropped` is what the committed run of the section took out of its
             // buckets (`Bucket::prune`), once per bucket.
-            unsafe {
-                self.release_all(dropped.runs);
-                self.release_all(dropped.anchors);
-            }
+            unsafe { self.release_dropped(dropped) };
             if n > 0 {
                 // The buckets the written steps put entries in, and, if they met sleep
                 // records, the sleep buckets they may have put their contacts in.
