@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use timewarp::dynamics::BodyState;
 use timewarp::scene::SplitMix64;
 use timewarp::sync::Backend;
-use timewarp::warp::{BodyId, GvtBuffer, GvtConfig, GvtError, Tick};
+use timewarp::warp::{BodyId, GvtBuffer, GvtConfig, GvtError, Piece, Tick};
 
 fn state(body: BodyId, tick: Tick, version: u32) -> BodyState {
     BodyState {
@@ -76,7 +76,7 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
             let n = (upto + 1 - lvt) as usize;
             let v = version;
             assert_eq!(
-                g.record_span(lvt, n, bodies, |i, j| state(bodies[j], lvt + i as Tick, v)),
+                g.record_span(lvt, n, bodies, |t, j| Piece::at(t, state(bodies[j], t, v))),
                 Ok(()),
                 "ticks {lvt}..={upto} committed without us"
             );

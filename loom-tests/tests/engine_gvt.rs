@@ -43,6 +43,13 @@
 //! yet, so A leaves the commit to B, which never looks again (`GVT LEFT COMPLETE TICKS
 //! UNCOMMITTED`).
 //!
+//! A third model checks the frames computed from pieces (the buffer's "Frame states, from
+//! anchors"): B records pieces, takes them back and records one piece in their place while A's
+//! record lets the commit of tick 0 move B's cursor; the frames must come from B's last pieces.
+//! Its negative control, `TIMEWARP_BROKEN=gvt_pop_keeps_key`, leaves a popped piece's key in
+//! its cell, and the commit takes it for the live piece its position holds next (`GVT
+//! COMMITTED A POPPED PIECE`).
+//!
 //! Each assertion has a message of its own, so that a control shows which it broke;
 //! `run-models.sh` names which one each control must fail with.
 //!
@@ -56,15 +63,21 @@
 use glam::{Quat, Vec3};
 use loom::thread;
 use std::sync::Arc;
-use timewarp::dynamics::BodyState;
+use timewarp::dynamics::{BodyState, FreeFlight};
 use timewarp::sync::Backend;
-use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, Tick};
+use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, Piece, Tick};
 use timewarp_loom_tests::Outcomes;
 
 /// LOOM_MAX_PREEMPTIONS of the lock-backend model (exhaustive: no execution preempts more).
 const LOCKS_PREEMPTIONS: usize = 20;
 /// LOOM_MAX_PREEMPTIONS of the STM-backend model.
 const STM_PREEMPTIONS: usize = 2;
+
+/// Frames that hold their anchor's state (the models of records of single ticks).
+const STILL: FreeFlight = FreeFlight {
+    gravity: Vec3::ZERO,
+    dt: 0.0,
+};
 
 /// Body `body`'s state at `tick`; `rolled_back` marks a state that is later taken back.
 fn st(body: u32, tick: Tick, rolled_back: bool) -> BodyState {
@@ -101,6 +114,7 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
             slack: 1,
             chunk,
             copiers: 1,
+            flight: STILL,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let gb = g.clone();
@@ -229,6 +243,7 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             slack: 1,
             chunk: 1,
             copiers: 1,
+            flight: STILL,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let ga = g.clone();
@@ -239,7 +254,8 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             ]
         });
         let gb = g.clone();
-        let b = thread::spawn(move || gb.record_span(0, 2, &[1], |i, _| st(1, i as Tick, false)));
+        let b =
+            thread::spawn(move || gb.record_span(0, 2, &[1], |t, _| Piece::at(t, st(1, t, false))));
         let [a0, a1] = a.join().unwrap();
         let b01 = b.join().unwrap();
         ok("A's record of tick 0", a0);
@@ -250,19 +266,23 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             gvt == 2,
             "GVT LEFT COMPLETE TICKS UNCOMMITTED: both bodies recorded ticks 0 and 1, GVT is {gvt}"
         );
-        let frames = g.drain_committed();
-        let want = vec![
+        let want = [
             (0, vec![st(0, 0, false), st(1, 0, false)]),
             (1, vec![st(0, 1, false), st(1, 1, false)]),
         ];
-        assert!(
-            frames == want,
-            "GVT COMMITTED THE WRONG FRAMES: committed frames {frames:?}, expected {want:?}"
-        );
-        if let Err(e) = g.validate() {
-            panic!("GVT BUFFER INVARIANT BROKEN AFTER THE RACE: {e}");
-        }
+        frames_are(&g, &g.drain_committed(), &want);
     });
+}
+
+/// The frames handed out are `want`, and the buffer is valid at rest.
+fn frames_are(g: &GvtBuffer, frames: &[(Tick, Vec<BodyState>)], want: &[(Tick, Vec<BodyState>)]) {
+    assert!(
+        frames == want,
+        "GVT COMMITTED THE WRONG FRAMES: committed frames {frames:?}, expected {want:?}"
+    );
+    if let Err(e) = g.validate() {
+        panic!("GVT BUFFER INVARIANT BROKEN AFTER THE RACE: {e}");
+    }
 }
 
 #[test]
@@ -273,4 +293,95 @@ fn gvt_span_commits_locks() {
 #[test]
 fn gvt_span_commits_stm() {
     span_model("gvt_span_commits_stm", Backend::Stm, STM_PREEMPTIONS);
+}
+
+/// A state at position `x` moving at `v` per tick along x (the pieces model flies at one tick a
+/// second, without gravity).
+fn moving(x: f32, v: f32) -> BodyState {
+    BodyState {
+        position: Vec3::new(x, 0.0, 0.0),
+        rotation: Quat::IDENTITY,
+        velocity: Vec3::new(v, 0.0, 0.0),
+        angular_velocity: Vec3::ZERO,
+    }
+}
+
+/// Frames computed from pieces (the GVT buffer's "Frame states, from anchors"), against a
+/// rollback that pops pieces. Every tick is a frame; the flight moves a body by its velocity
+/// each tick. A records tick 0 (so tick 0 may commit, and its commit moves B's cursor, while B
+/// works); B records tick 0 as a piece of its own, then ticks 1 and 2 as two pieces (positions 1
+/// and 2), rolls both back (they are popped), and records ticks 1 and 2 again as one piece
+/// anchored at tick 0 (position 1 again). After the threads end, A records ticks 1 and 2 and
+/// both commit. Every interleaving must hand out B's frames from the pieces it recorded last:
+/// tick 1 and 2 flown from the last anchor. Its negative control,
+/// `TIMEWARP_BROKEN=gvt_pop_keeps_key`, leaves the popped pieces' keys in their cells: the
+/// commit of tick 2 takes the popped position 2 (its tag and first frame fit) for the live
+/// piece that position will hold next (`GVT COMMITTED A POPPED PIECE`).
+fn pieces_model(name: &str, backend: Backend, preemptions: usize) {
+    timewarp_loom_tests::model_bounded(name, preemptions, move || {
+        let config = GvtConfig {
+            bodies: 2,
+            start_tick: 0,
+            frame_ticks: 1,
+            window: 3,
+            slack: 1,
+            chunk: 64,
+            copiers: 1,
+            flight: FreeFlight {
+                gravity: Vec3::ZERO,
+                dt: 1.0,
+            },
+        };
+        let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
+        let ga = g.clone();
+        let a = thread::spawn(move || ga.record(0, &[(0, st(0, 0, false))]));
+        let gb = g.clone();
+        let b = thread::spawn(move || {
+            [
+                gb.record(0, &[(1, moving(0.0, 1.0))]),
+                gb.record_span(1, 2, &[1], |t, _| Piece::at(t, moving(9.0, 9.0))),
+                gb.unrecord_ticks(1..3, &[1]),
+                gb.record_span(1, 2, &[1], |_, _| Piece {
+                    tick: 0,
+                    state: moving(0.0, 2.0),
+                    last: 2,
+                }),
+            ]
+        });
+        ok("A's record of tick 0", a.join().unwrap());
+        for (i, r) in b.join().unwrap().into_iter().enumerate() {
+            ok(&format!("B's step {i}"), r);
+        }
+        ok("A's record of tick 1", g.record(1, &[(0, st(0, 1, false))]));
+        ok("A's record of tick 2", g.record(2, &[(0, st(0, 2, false))]));
+        let frames = g.drain_committed();
+        let b_at = |t: usize| frames.get(t).map(|f| f.1[1]);
+        assert!(
+            b_at(1) == Some(moving(2.0, 2.0)),
+            "GVT COMMITTED THE WRONG FRAMES: B at tick 1: {:?}",
+            b_at(1)
+        );
+        assert!(
+            b_at(2) == Some(moving(4.0, 2.0)),
+            "GVT COMMITTED A POPPED PIECE: B at tick 2: {:?}, expected {:?}",
+            b_at(2),
+            moving(4.0, 2.0)
+        );
+        let want = [
+            (0, vec![st(0, 0, false), moving(0.0, 1.0)]),
+            (1, vec![st(0, 1, false), moving(2.0, 2.0)]),
+            (2, vec![st(0, 2, false), moving(4.0, 2.0)]),
+        ];
+        frames_are(&g, &frames, &want);
+    });
+}
+
+#[test]
+fn gvt_pieces_locks() {
+    pieces_model("gvt_pieces_locks", Backend::Locks, LOCKS_PREEMPTIONS);
+}
+
+#[test]
+fn gvt_pieces_stm() {
+    pieces_model("gvt_pieces_stm", Backend::Stm, STM_PREEMPTIONS);
 }

@@ -354,6 +354,10 @@ fn model(name: &str, config: Config, backend: Backend, preemptions: usize) {
             slack: 1,
             chunk: 64,
             copiers: 1,
+            flight: timewarp::dynamics::FreeFlight {
+                gravity: glam::Vec3::ZERO,
+                dt: 0.0,
+            },
         };
         let sh = Arc::new(Shared {
             rules: rules.clone(),

@@ -53,6 +53,29 @@ pub fn free_flight(state: &BodyState, gravity: Vec3, dt: f32) -> BodyState {
     }
 }
 
+/// Free flight under one gravity at one tick length, as a value: the state `ticks` ticks after
+/// `state` ([`free_flight`] for `ticks * dt` seconds, `state` itself at 0 ticks). The warp
+/// engine's rule 4 (a body's state at tick `k` after its anchor at `k0`) and its GVT buffer
+/// (which computes committed frames from the anchors recorded for them) both fly through this
+/// one function, so a frame has the same bits whichever of them computed it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FreeFlight {
+    pub gravity: Vec3,
+    /// Seconds per tick.
+    pub dt: f32,
+}
+
+impl FreeFlight {
+    /// `state` flown for `ticks` ticks.
+    #[inline]
+    pub fn after(&self, state: &BodyState, ticks: u64) -> BodyState {
+        if ticks == 0 {
+            return *state;
+        }
+        free_flight(state, self.gravity, ticks as f32 * self.dt)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

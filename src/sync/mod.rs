@@ -54,11 +54,12 @@ pub use table::{Table, View};
 /// contacts after the cut tick only, and keeps those at the tick), `span_ignores_marks` (a TVHT
 /// span trusts the marks of entries it planned with, and does not look at them again in its
 /// section), `sleep_ignores_marks` (the same for a nap's sleep records), `span_anchor_unheld`
-/// (a TVHT span's write settles its anchor's holds as if no bucket took it).
+/// (a TVHT span's write settles its anchor's holds as if no bucket took it),
+/// `gvt_pop_keeps_key` (a GVT rollback pops a body's pieces without voiding their keys).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 14] = [
+    const KNOWN: [&str; 15] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_commit_min_outside",
@@ -73,6 +74,7 @@ pub(crate) fn broken(name: &str) -> bool {
         "span_ignores_marks",
         "sleep_ignores_marks",
         "span_anchor_unheld",
+        "gvt_pop_keeps_key",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -1134,6 +1134,7 @@ pub fn run_warp_from_with(
         start_tick,
         chunk: GvtConfig::chunk_for(threads, n),
         copiers: threads,
+        flight: rules.free_flight(),
         ..GvtConfig::new(n, frame_ticks, window)
     };
     let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;

@@ -1500,7 +1500,7 @@ impl Entity {
             .gvt
             .record_span(first, (lim + 1 - first) as usize, &self.bodies, {
                 let mut walk = self.line.walk(first);
-                move |i, j| walk.state(env.rules, first + i as Tick, j)
+                move |t, j| walk.piece(env.rules, t, j)
             })
             .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
         recorded?;

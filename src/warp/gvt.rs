@@ -68,31 +68,57 @@
 //!   complete tick is committed by someone, and at rest the clock equals the least front
 //!   ([`validate`](GvtBuffer::validate) checks it; loom checks the handshake).
 //!
-//! ## Frame states
+//! ## Frame states, from anchors
 //!
-//! The states of frame ticks live beside the table, in a ring of cells per body: `frames`
-//! frame ticks, enough for `window + slack` ticks and one frame more. A record writes its
-//! bodies' cells for the frame ticks of its interval *before* its section, and a commit's
-//! copy reads them *after* the section that committed them, so a committed frame holds each
-//! body's last record of it (a body writes a tick's cell again only after taking its record
-//! back, which a commit then either saw or refused). The cell of tick `t` is written next for
-//! tick `t + ring`, which a record refuses ([`GvtError::BeyondWindow`]) until the GVT word
-//! passes `t`, and the word is raised only after the frames below it are copied. Cells are
-//! words of atomic bits (relaxed): the sections and the GVT word give the ordering, and the
-//! atomics keep even a caller that breaks the contract (two threads recording one body) free
-//! of data races.
+//! A committed frame holds every body's state at the frame tick, and a record does not compute
+//! those states: for each body it keeps the **anchors** its frame ticks fly from (rule 4 of
+//! [`super::rules`]: the state at tick `k` of a body anchored at `k0` is
+//! [`FreeFlight::after`] of the anchor's state for `k - k0` ticks), one per **piece**, the frame
+//! ticks in a row that fly from one anchor. A span of a hundred frames is one piece; a body
+//! stepped tick by tick gives each of its frames a piece of its own, anchored at the frame. The
+//! commit computes the frames from the anchors (Mirtich, seed 001, Section 3.3: work follows the
+//! intervals between events, and a frame costs one flight, once, when it is final).
+//!
+//! A body's pieces are numbered in tick order, its **positions**: a stack, which a record
+//! pushes its pieces on and a rollback to tick `r` pops the pieces starting at or after `r` from
+//! (a piece that starts before `r` stays, its later frames taken back with the ticks). Position
+//! `p` lives in the body's ring of `K = frames + 1` **anchor cells**, at cell `p mod K`: its
+//! anchor, and a key word that holds the tag `p + 1` and the index of its first frame.
+//! * *Reuse.* A record writes position `p` only when every frame of the live position `p - K`
+//!   is committed and copied out: live positions start at least a frame apart, and a record ends
+//!   within `ring = frames` frames of the GVT word (it is refused otherwise), so position
+//!   `p - K + 1` starts before the word.
+//! * *Reading.* The commit keeps a **cursor** per body: the position of the last frame it
+//!   computed and its anchor. For the next frame `f` it moves on to position `p + 1` while that
+//!   cell's key holds the tag `p + 1` and a first frame at or before `f`. A cell holding an
+//!   older position (`p + 1 - K`) has another tag. A rollback **voids** the key of each position
+//!   it pops (a tag no position has there), after its section and before the body records
+//!   again: until the body records again the commit computes no frame at or after the
+//!   rollback's tick, where the popped positions start, and once it has, the void is ordered
+//!   before the commit by the sections. So a cell whose tag the commit takes is its live
+//!   position's. A record writes the key last (release) and the commit reads it first
+//!   (acquire), so a tag is read with the first frame written with it; a cell looked at while
+//!   a record after a rollback writes it again starts at or after the rollback's tick, past
+//!   every frame the commit computes then.
+//! * *Ordering.* A record writes its cells *before* its section, and a commit computes frames
+//!   *after* the section that committed them, so a committed frame flies from the anchors of
+//!   its bodies' last records of it, as the chunk slots' fronts order them.
+//!
+//! Cells are words of atomic bits: the sections and the key give the ordering, and the atomics
+//! keep even a caller that breaks the contract (two threads recording one body) free of data
+//! races. A body's cells are consecutive, so a record writes only its own bodies' lines.
 //!
 //! ## Copying out
 //!
-//! A commit copies its frames out under the output's lock before it raises the word, and until
+//! A commit computes its frames under the output's lock before it raises the word, and until
 //! the word rises every entity that has flown to the window waits. With spans the GVT moves in
 //! jumps of most of a window (every body's span ends near the window's end, and the least
-//! front jumps when the last one is written), so the copy of a jump, a hundred frames of every
-//! body, is on the path every worker waits on. A jump of many states is therefore split by
-//! frames over up to `copiers` threads (the engine's worker count), scoped to the commit; each
-//! fills frames of its own from cells that no record writes until the word rises, so the
-//! protocol is the one above, with the copy done sooner. Under loom the copy is made on the
-//! committing thread.
+//! front jumps when the last one is written), so the frames of a jump, a hundred of every body,
+//! are on the path every worker waits on. A jump of many states is therefore split by bodies
+//! over up to `copiers` threads (the engine's worker count), scoped to the commit; each moves
+//! the cursors of its own bodies over every frame of the jump, reading cells that no record
+//! writes until the word rises, so the protocol is the one above, with the frames done sooner.
+//! Under loom the frames are computed on the committing thread.
 //!
 //! ## Chunk size
 //!
@@ -105,7 +131,7 @@
 //! the earlier buffer of per-tick bits; `docs/results.md` has the figures.)
 
 use super::{BodyId, Tick};
-use crate::dynamics::BodyState;
+use crate::dynamics::{BodyState, FreeFlight};
 use crate::primitive::{AtomicU64, Mutex, Ordering, fence};
 use crate::sync::{Backend, Class, Table};
 use glam::{Quat, Vec3};
@@ -124,7 +150,7 @@ const MAX_CHUNKS: usize = 128;
 const CLOCK: usize = 0;
 
 /// The buffer's shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GvtConfig {
     /// Number of (dynamic) bodies, numbered `0..bodies`.
     pub bodies: usize,
@@ -134,8 +160,9 @@ pub struct GvtConfig {
     pub frame_ticks: u64,
     /// `LVT_ub - GVT` (>= 1).
     pub window: u64,
-    /// Extra ticks of frame ring beyond the window (>= 1), so that a record up to `LVT_ub`
-    /// has cells for its frames while the frames behind GVT are copied out.
+    /// Extra ticks beyond the window (>= 1) that a record may reach past the GVT word, so that
+    /// a record up to `LVT_ub` is taken while the frames behind GVT are computed (the anchor
+    /// cells are sized for `window + slack` ticks, see "Reuse").
     pub slack: u64,
     /// Bodies per chunk slot, a power of two up to 64 (see "Chunk size" in the module
     /// documentation; [`GvtConfig::chunk_for`] picks it for an engine).
@@ -143,6 +170,10 @@ pub struct GvtConfig {
     /// Threads a commit may copy its frames out on (>= 1; see "Copying out"): the engine's
     /// workers, who wait for the copy when the GVT jumps.
     pub copiers: usize,
+    /// How a frame flies from its anchor (see "Frame states, from anchors"): the engine's
+    /// rule 4. [`GvtConfig::new`] sets a still one (no gravity, ticks of no length), under which
+    /// every frame of a piece holds its anchor's state.
+    pub flight: FreeFlight,
 }
 
 impl GvtConfig {
@@ -156,6 +187,10 @@ impl GvtConfig {
             slack: (window / 4).max(1),
             chunk: MAX_CHUNK,
             copiers: 1,
+            flight: FreeFlight {
+                gravity: Vec3::ZERO,
+                dt: 0.0,
+            },
         }
     }
 
@@ -189,7 +224,8 @@ pub enum GvtError {
     },
     /// The tick is committed (behind GVT): it cannot change any more.
     Committed { tick: Tick },
-    /// The tick is beyond the ring of frame cells (at least `ring` ticks past the GVT word).
+    /// The tick is beyond what the anchor cells can hold (at least `ring` ticks past the GVT
+    /// word; see "Reuse").
     BeyondWindow { tick: Tick, gvt: Tick, ring: u64 },
     /// `validate` found a broken invariant.
     Invalid(String),
@@ -218,7 +254,7 @@ impl fmt::Display for GvtError {
             }
             GvtError::BeyondWindow { tick, gvt, ring } => write!(
                 f,
-                "tick {tick} is beyond the buffer (GVT {gvt} + {ring} ticks of ring)"
+                "tick {tick} is beyond the buffer (GVT {gvt} + {ring} ticks)"
             ),
             GvtError::Invalid(s) => write!(f, "GVT buffer invariant broken: {s}"),
         }
@@ -253,82 +289,160 @@ impl Slot {
     }
 }
 
-/// A commit copies out on several threads only if each has at least this many states to copy
-/// (a thread costs tens of microseconds to start; a state about ten nanoseconds to copy).
-const COPY_STATES: usize = 1 << 14;
+/// A commit computes frames on several threads only if each has at least this many states to
+/// compute (a thread costs tens of microseconds to start; a state, a flight from its anchor,
+/// about twenty nanoseconds).
+const COPY_STATES: usize = 1 << 13;
 
-/// Words of a cell: the 13 floats of a [`BodyState`], two to a word.
-const CELL_WORDS: usize = 7;
+/// Words of a state: its 13 floats, two to a word.
+const STATE_WORDS: usize = 7;
 
-/// One body's state at one frame tick, as the bits of its floats (see "Frame states").
-struct Cell([AtomicU64; CELL_WORDS]);
+/// Where a body's frame ticks from one on fly from (see "Frame states, from anchors"): its
+/// anchor, the state `state` at tick `tick`, and the last tick `last` that flies from it. A
+/// frame tick `f` of the piece (`tick <= f <= last`) holds [`FreeFlight::after`] of `state`
+/// for `f - tick` ticks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Piece {
+    pub tick: Tick,
+    pub state: BodyState,
+    pub last: Tick,
+}
 
-impl Cell {
-    /// An empty cell (all bits zero): a frame is read only after every body wrote its cell.
+impl Piece {
+    /// The piece of tick `tick` alone, at `state`.
+    pub fn at(tick: Tick, state: BodyState) -> Piece {
+        Piece {
+            tick,
+            state,
+            last: tick,
+        }
+    }
+}
+
+/// The bits of a state's floats, two to a word.
+fn state_words(s: &BodyState) -> [u64; STATE_WORDS] {
+    let (p, q, v, w) = (s.position, s.rotation, s.velocity, s.angular_velocity);
+    let f = [
+        p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z, 0.0,
+    ];
+    std::array::from_fn(|i| u64::from(f[2 * i].to_bits()) | u64::from(f[2 * i + 1].to_bits()) << 32)
+}
+
+/// The state whose floats' bits `words` holds.
+fn words_state(words: [u64; STATE_WORDS]) -> BodyState {
+    let f = |i: usize| f32::from_bits((words[i / 2] >> (32 * (i % 2))) as u32);
+    BodyState {
+        position: Vec3::new(f(0), f(1), f(2)),
+        rotation: Quat::from_xyzw(f(3), f(4), f(5), f(6)),
+        velocity: Vec3::new(f(7), f(8), f(9)),
+        angular_velocity: Vec3::new(f(10), f(11), f(12)),
+    }
+}
+
+/// The key of position `p` whose first frame has index `frame`: its tag `p + 1` (so that a
+/// zeroed cell holds no position) and the frame, 32 bits each.
+fn key(p: u64, frame: u64) -> u64 {
+    (p.wrapping_add(1) as u32 as u64) << 32 | frame as u32 as u64
+}
+
+/// The key a rollback leaves in the cell of position `p` it popped: a tag that is no
+/// position's the commit can look for there (see "Reading").
+fn void(p: u64) -> u64 {
+    key(p, 0) ^ 1 << 63
+}
+
+/// Whether the position whose key is `k` starts at or before the frame of index `frame`. Frame
+/// indices are compared in 32 bits, wrapping, which is exact for the two within 2^31 frames of
+/// each other: a record cuts its pieces at [`MAX_PIECE`] frames, and the positions compared
+/// this way start within a piece and a ring of the frame.
+#[inline]
+fn by(k: u64, frame: u64) -> bool {
+    (frame as u32).wrapping_sub(k as u32) as i32 >= 0
+}
+
+/// Frames a piece spans at most: a longer flight is recorded as several pieces of one anchor
+/// (see [`by`]).
+const MAX_PIECE: u64 = 1 << 28;
+
+/// A word the sections order: `std`'s atomic even under loom (see "Frame states, from
+/// anchors": a record writes a cell's anchor before its section and the commit reads it after
+/// its own; only a body's recorder touches its stack's height). Loom explores the sections and
+/// the keys, which the commit reads while a record may write them; a loom atomic here would
+/// only multiply the interleavings of one thread's writes that no other thread reads then.
+type Word = std::sync::atomic::AtomicU64;
+
+/// One position of a body's pieces: its key, its anchor's tick and state (see "Frame states,
+/// from anchors").
+struct AnchorCell {
+    key: AtomicU64,
+    tick: Word,
+    state: [Word; STATE_WORDS],
+}
+
+impl AnchorCell {
+    /// An empty cell (all bits zero: a key with the tag of no position).
     #[cfg(loom)]
-    fn new() -> Cell {
-        Cell(std::array::from_fn(|_| AtomicU64::new(0)))
+    fn new() -> AnchorCell {
+        AnchorCell {
+            key: AtomicU64::new(0),
+            tick: Word::new(0),
+            state: std::array::from_fn(|_| Word::new(0)),
+        }
     }
 
-    /// `n` empty cells. Outside loom, from zeroed memory that nothing writes before a
-    /// record does: the ring is most of the engine's memory at the start (`parallel` 100,000,
-    /// window 2048: 145 frames of 56 bytes per body, 810 MB), and writing its zeros on the
-    /// calling thread touched every page before a worker started; zeroed, the pages come from
-    /// the system untouched and each is first touched by the record that fills it, on its
-    /// worker.
-    fn empty(n: usize) -> Box<[Cell]> {
+    /// `n` empty cells. Outside loom, from zeroed memory that nothing writes before a record
+    /// does: the cells are most of the engine's memory at the start (`parallel` 100,000, window
+    /// 2048: 162 of 72 bytes per body, 1.2 GB), and writing their zeros on the calling thread
+    /// touched every page before a worker started; zeroed, the pages come from the system
+    /// untouched and each is first touched by the record that fills it, on its worker.
+    fn empty(n: usize) -> Box<[AnchorCell]> {
         #[cfg(not(loom))]
         {
             use std::alloc::{Layout, alloc_zeroed, handle_alloc_error};
-            let layout = Layout::array::<Cell>(n).expect("the ring's size fits in memory");
+            let layout = Layout::array::<AnchorCell>(n).expect("the cells' size fits in memory");
             if layout.size() == 0 {
                 return Box::new([]);
             }
             // SAFETY: `layout` has a nonzero size (checked above).
-            let p = unsafe { alloc_zeroed(layout) }.cast::<Cell>();
+            let p = unsafe { alloc_zeroed(layout) }.cast::<AnchorCell>();
             if p.is_null() {
                 handle_alloc_error(layout);
             }
             // SAFETY: `p` is a live allocation of the global allocator with the layout of
-            // `[Cell; n]` (`Layout::array`), which `Box<[Cell]>` frees with that same layout;
-            // its bytes are all zero, and a `Cell` is an array of
-            // `std::sync::atomic::AtomicU64` (not loom's, under this cfg), for which zero bytes
-            // are a valid value (0): `n` empty cells, owned by nothing else.
+            // `[AnchorCell; n]` (`Layout::array`), which `Box<[AnchorCell]>` frees with that
+            // same layout; its bytes are all zero, and an `AnchorCell` is made of
+            // `std::sync::atomic::AtomicU64`s only (not loom's, under this cfg), for which zero
+            // bytes are a valid value (0): `n` empty cells, owned by nothing else.
             unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) }
         }
         #[cfg(loom)]
-        (0..n).map(|_| Cell::new()).collect()
+        (0..n).map(|_| AnchorCell::new()).collect()
     }
 
-    fn floats(s: &BodyState) -> [f32; 2 * CELL_WORDS] {
-        let (p, q, v, w) = (s.position, s.rotation, s.velocity, s.angular_velocity);
-        [
-            p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z, 0.0,
-        ]
-    }
-
-    fn put(&self, s: &BodyState) {
-        let f = Cell::floats(s);
-        for (w, pair) in self.0.iter().zip(f.chunks_exact(2)) {
-            let bits = u64::from(pair[0].to_bits()) | u64::from(pair[1].to_bits()) << 32;
+    /// Writes position `p`, first frame index `frame`, anchored at `piece`: the anchor, then
+    /// the key (release: see "Reading").
+    fn put(&self, p: u64, frame: u64, piece: &Piece) {
+        self.tick.store(piece.tick, Ordering::Relaxed);
+        for (w, bits) in self.state.iter().zip(state_words(&piece.state)) {
             w.store(bits, Ordering::Relaxed);
         }
+        self.key.store(key(p, frame), Ordering::Release);
     }
 
-    fn get(&self) -> BodyState {
-        let mut f = [0.0f32; 2 * CELL_WORDS];
-        for (w, pair) in self.0.iter().zip(f.chunks_exact_mut(2)) {
-            let bits = w.load(Ordering::Relaxed);
-            pair[0] = f32::from_bits(bits as u32);
-            pair[1] = f32::from_bits((bits >> 32) as u32);
-        }
-        BodyState {
-            position: Vec3::new(f[0], f[1], f[2]),
-            rotation: Quat::from_xyzw(f[3], f[4], f[5], f[6]),
-            velocity: Vec3::new(f[7], f[8], f[9]),
-            angular_velocity: Vec3::new(f[10], f[11], f[12]),
-        }
+    /// The anchor: its tick and state.
+    fn anchor(&self) -> (Tick, BodyState) {
+        let words = std::array::from_fn(|i| self.state[i].load(Ordering::Relaxed));
+        (self.tick.load(Ordering::Relaxed), words_state(words))
     }
+}
+
+/// Where the commit is in a body's positions (see "Reading"): the next position to look at
+/// and the anchor of the one before it, the piece of the last frame computed.
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    next: u64,
+    tick: Tick,
+    state: BodyState,
 }
 
 /// Committed frames waiting for the consumer, and the frames it gave back to be filled again.
@@ -336,6 +450,8 @@ struct Output {
     frames: BTreeMap<Tick, Vec<BodyState>>,
     next: Tick,
     spare: Vec<Vec<BodyState>>,
+    /// Each body's cursor (see "Reading").
+    cursors: Vec<Cursor>,
 }
 
 /// The GVT buffer.
@@ -350,15 +466,23 @@ pub struct GvtBuffer {
     chunks: usize,
     window: u64,
     frame_ticks: u64,
-    /// Frame ticks in the ring of cells, and the ticks they span (`frames * frame_ticks`).
+    /// Frames a record may reach past the GVT word, and the ticks they span
+    /// (`frames * frame_ticks`).
     frames: usize,
-    /// Threads a commit may copy its frames on.
+    /// Threads a commit may compute its frames on.
     copiers: usize,
     ring: u64,
-    /// Cell of frame slot `f` of body `b`: `cells[f * bodies + b]`.
-    cells: Box<[Cell]>,
+    /// How frames fly from their anchors.
+    flight: FreeFlight,
+    /// Anchor cells per body (`K = frames + 1`, see "Frame states, from anchors").
+    per: usize,
+    /// Position `p` of body `b`: `anchors[b * per + p % per]`.
+    anchors: Box<[AnchorCell]>,
+    /// Each body's positions (the height of its stack), as its own records and rollbacks left
+    /// it: only the body's recorder reads and writes it.
+    tops: Box<[Word]>,
     /// Each body's front as its own records and rollbacks left it: looked at before a record
-    /// writes frame cells, so that a refused record overwrites none (the chunk slots decide).
+    /// writes anchor cells, so that a refused record overwrites none (the chunk slots decide).
     fronts: Box<[AtomicU64]>,
     /// The GVT word: the committed GVT as published, every frame before it copied out.
     gvt: AtomicU64,
@@ -419,7 +543,10 @@ impl GvtBuffer {
             frames,
             copiers: c.copiers.max(1),
             ring: frames as u64 * c.frame_ticks,
-            cells: Cell::empty(frames * c.bodies),
+            flight: c.flight,
+            per: frames + 1,
+            anchors: AnchorCell::empty((frames + 1) * c.bodies),
+            tops: (0..c.bodies).map(|_| Word::new(0)).collect(),
             fronts: (0..c.bodies)
                 .map(|_| AtomicU64::new(c.start_tick))
                 .collect(),
@@ -428,6 +555,14 @@ impl GvtBuffer {
                 frames: BTreeMap::new(),
                 next: c.start_tick.next_multiple_of(c.frame_ticks),
                 spare: Vec::new(),
+                cursors: vec![
+                    Cursor {
+                        next: 0,
+                        tick: 0,
+                        state: words_state([0; STATE_WORDS]),
+                    };
+                    c.bodies
+                ],
             }),
         })
     }
@@ -464,20 +599,10 @@ impl GvtBuffer {
         (1 + (b >> self.chunk_shift), b & (self.chunk - 1))
     }
 
-    /// The frame ticks in `ticks`, each with every body's cell for it (by body id): the ring
-    /// slot of the first is found by division, the next ones by counting (a record asks for
-    /// every frame state of a span, and two 64-bit divisions for each were dear).
-    fn frames_in(&self, ticks: Range<Tick>) -> impl Iterator<Item = (Tick, &[Cell])> {
-        let first = ticks.start.next_multiple_of(self.frame_ticks);
-        let mut slot = ((first / self.frame_ticks) % self.frames as u64) as usize;
-        self.frame_ticks_in(ticks).map(move |t| {
-            let cells = &self.cells[slot * self.bodies..(slot + 1) * self.bodies];
-            slot += 1;
-            if slot == self.frames {
-                slot = 0;
-            }
-            (t, cells)
-        })
+    /// Body `b`'s cell of position `p`.
+    #[inline]
+    fn cell(&self, b: BodyId, p: u64) -> &AnchorCell {
+        &self.anchors[b as usize * self.per + (p % self.per as u64) as usize]
     }
 
     /// The frame ticks in `ticks`.
@@ -547,20 +672,23 @@ impl GvtBuffer {
     /// states at `tick` (kept for frame ticks only): [`GvtBuffer::record_span`] of one tick.
     pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<(), GvtError> {
         let ids: Vec<BodyId> = bodies.iter().map(|p| p.0).collect();
-        self.record_span(tick, 1, &ids, |_, j| bodies[j].1)
+        self.record_span(tick, 1, &ids, |t, j| Piece::at(t, bodies[j].1))
     }
 
-    /// Records the `count` ticks from `first` for `bodies` (all of one entity), the state of
-    /// body `bodies[j]` at tick `first + i` being `state(i, j)` (asked for the frame ticks
-    /// only, the only ones kept). `first` must be every body's front. One section over the
-    /// bodies' chunk slots, whatever `count` is; if it completes ticks, they are committed
-    /// before this returns (see "Committing"). All or nothing: on error nothing is recorded.
+    /// Records the `count` ticks from `first` for `bodies` (all of one entity): `piece(t, j)`
+    /// is asked at frame ticks `t` of the interval for the piece of body `bodies[j]` that
+    /// holds `t` (`tick <= t <= last`), and for that body again only at the first frame tick
+    /// after its `last` (see "Frame states, from anchors"); `t` never decreases from one call to
+    /// the next. `first` must be every body's front. One
+    /// section over the bodies' chunk slots, whatever `count` is; if it completes ticks, they
+    /// are committed before this returns (see "Committing"). All or nothing: on error nothing
+    /// is recorded.
     pub fn record_span(
         &self,
         first: Tick,
         count: usize,
         bodies: &[BodyId],
-        mut state: impl FnMut(usize, usize) -> BodyState,
+        mut piece: impl FnMut(Tick, usize) -> Piece,
     ) -> Result<(), GvtError> {
         if count == 0 || bodies.is_empty() {
             return Ok(());
@@ -584,13 +712,37 @@ impl GvtBuffer {
         for &b in bodies {
             Self::may_record(b, self.fronts[b as usize].load(Ordering::Relaxed), first)?;
         }
-        // The frame states first: a commit reads them once the section below has moved the
-        // fronts past them (see "Frame states").
-        for (t, cells) in self.frames_in(first..end) {
-            let i = (t - first) as usize;
+        // The anchors first: a commit reads them once the section below has moved the fronts
+        // past their frames (see "Ordering"). Each body's pieces go on its stack of positions,
+        // which grows only once the section has taken the record.
+        // Frame ticks in order (the caller may walk its ticks forwards only), each body's
+        // pieces where they begin.
+        let mut tops: smallvec::SmallVec<[u64; 4]> = bodies
+            .iter()
+            .map(|&b| self.tops[b as usize].load(Ordering::Relaxed))
+            .collect();
+        let mut f = first.next_multiple_of(self.frame_ticks);
+        let mut next: smallvec::SmallVec<[Tick; 4]> = smallvec::smallvec![f; bodies.len()];
+        while f < end {
+            let mut soonest = Tick::MAX;
             for (j, &b) in bodies.iter().enumerate() {
-                cells[b as usize].put(&state(i, j));
+                if next[j] == f {
+                    let p = piece(f, j);
+                    debug_assert!(
+                        p.tick <= f && f <= p.last,
+                        "piece {}..={} asked at {f}",
+                        p.tick,
+                        p.last
+                    );
+                    let frame = f / self.frame_ticks;
+                    self.cell(b, tops[j]).put(tops[j], frame, &p);
+                    tops[j] += 1;
+                    let past = (p.last.max(f) + 1).next_multiple_of(self.frame_ticks);
+                    next[j] = past.min((frame + MAX_PIECE) * self.frame_ticks);
+                }
+                soonest = soonest.min(next[j]);
             }
+            f = soonest;
         }
         let rose = self.table.section(&keys, |v| {
             for &b in bodies {
@@ -621,7 +773,8 @@ impl GvtBuffer {
             }
             Ok(rose)
         })?;
-        for &b in bodies {
+        for (&b, top) in bodies.iter().zip(tops) {
+            self.tops[b as usize].store(top, Ordering::Relaxed);
             self.fronts[b as usize].store(end, Ordering::Relaxed);
         }
         if let Some(m0) = rose {
@@ -691,10 +844,37 @@ impl GvtBuffer {
             }
             Ok(())
         })?;
+        // The pieces that start at or after the rollback's tick leave the stacks (see "Frame
+        // states, from anchors"): none of their frames is committed, nor will be.
+        // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+        // `TIMEWARP_BROKEN=gvt_pop_keeps_key` (a loom negative control, see `sync::broken`):
+        // the popped pieces keep their keys, so a commit can take a popped piece for the live
+        // one its position holds next.
+        #[cfg(timewarp_broken)]
+        let voids = !crate::sync::broken("gvt_pop_keeps_key");
+        #[cfg(not(timewarp_broken))]
+        let voids = true;
+        let from = ticks.start.div_ceil(self.frame_ticks);
         for &b in bodies {
+            let mut top = self.tops[b as usize].load(Ordering::Relaxed);
+            while top > 0 && !self.starts_before(b, top - 1, from) {
+                top -= 1;
+                if voids {
+                    self.cell(b, top).key.store(void(top), Ordering::Relaxed);
+                }
+            }
+            self.tops[b as usize].store(top, Ordering::Relaxed);
             self.fronts[b as usize].store(ticks.start, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether body `b`'s live position `p` starts before the frame of index `frame`, as its
+    /// own recorder wrote it.
+    fn starts_before(&self, b: BodyId, p: u64, frame: u64) -> bool {
+        let k = self.cell(b, p).key.load(Ordering::Relaxed);
+        debug_assert_eq!(k >> 32, key(p, 0) >> 32, "body {b}'s position {p}");
+        by(k, frame.wrapping_sub(1))
     }
 
     /// Commits what is complete: `clock..least front`, then copies its frames out and raises
@@ -747,9 +927,9 @@ impl GvtBuffer {
         }
     }
 
-    /// Copies the frames committed below `m` that are not copied yet to the output queue,
+    /// Computes the frames committed below `m` that are not out yet into the output queue,
     /// then raises the GVT word to `m`. Under the output's lock, so the word rises only over
-    /// copied frames, whichever of two committers gets here first.
+    /// frames that are out, whichever of two committers gets here first.
     fn publish(&self, m: Tick) {
         let mut o = self
             .output
@@ -759,43 +939,79 @@ impl GvtBuffer {
         if m <= from {
             return;
         }
-        let mut out: Vec<(Tick, &[Cell], Vec<BodyState>)> = (self.frames_in(from..m))
-            .map(|(t, cells)| (t, cells, o.spare.pop().unwrap_or_default()))
+        let ticks: Vec<Tick> = self.frame_ticks_in(from..m).collect();
+        let mut frames: Vec<Vec<BodyState>> = ticks
+            .iter()
+            .map(|_| {
+                let mut f = o.spare.pop().unwrap_or_default();
+                f.resize(self.bodies, words_state([0; STATE_WORDS]));
+                f
+            })
             .collect();
-        self.copy_out(&mut out);
-        for (t, _, states) in out {
+        self.copy_out(&ticks, &mut frames, &mut o.cursors);
+        for (t, states) in ticks.into_iter().zip(frames) {
             o.frames.insert(t, states);
         }
         self.gvt.store(m, Ordering::SeqCst);
     }
 
-    /// Fills each frame of `out` with its cells' states: on this thread, or, for a jump of
-    /// many frames, on as many as `copiers` threads at once, each filling frames of its own
-    /// (see "Copying out").
-    fn copy_out(&self, out: &mut [(Tick, &[Cell], Vec<BodyState>)]) {
-        let fill = |part: &mut [(Tick, &[Cell], Vec<BodyState>)]| {
-            for (_, cells, states) in part {
-                states.clear();
-                states.extend(cells.iter().map(Cell::get));
-            }
-        };
-        let parts = self.copiers.min(out.len() * self.bodies / COPY_STATES);
-        // Under loom the copy stays on the committing thread: loom sees no std thread.
+    /// Fills `frames` (one per tick of `ticks`, every body's state) from the bodies' anchors,
+    /// moving their cursors: on this thread, or, for a jump of many states, on as many as
+    /// `copiers` threads at once, each computing the bodies of its own (see "Copying out").
+    fn copy_out(&self, ticks: &[Tick], frames: &mut [Vec<BodyState>], cursors: &mut [Cursor]) {
+        let parts = self.copiers.min(ticks.len() * self.bodies / COPY_STATES);
+        // Under loom the frames are computed on the committing thread: loom sees no std thread.
         if cfg!(not(loom)) && parts > 1 {
-            let per = out.len().div_ceil(parts);
-            std::thread::scope(|s| {
-                let mut rest = out.chunks_mut(per);
-                let mine = rest.next();
-                for part in rest {
-                    s.spawn(move || fill(part));
+            let per = self.bodies.div_ceil(parts);
+            // Each part's rows: its bodies' states in every frame.
+            let mut rows: Vec<Vec<&mut [BodyState]>> = (0..parts).map(|_| Vec::new()).collect();
+            for f in frames.iter_mut() {
+                for (i, row) in f.chunks_mut(per).enumerate() {
+                    rows[i].push(row);
                 }
-                if let Some(part) = mine {
-                    fill(part);
+            }
+            std::thread::scope(|s| {
+                let mut work = rows.into_iter().zip(cursors.chunks_mut(per)).enumerate();
+                let mine = work.next();
+                for (i, (mut rows, cursors)) in work {
+                    s.spawn(move || self.fill(ticks, (i * per) as BodyId, &mut rows, cursors));
+                }
+                if let Some((_, (mut rows, cursors))) = mine {
+                    self.fill(ticks, 0, &mut rows, cursors);
                 }
             });
             return;
         }
-        fill(out);
+        let mut rows: Vec<&mut [BodyState]> = frames.iter_mut().map(|f| &mut f[..]).collect();
+        self.fill(ticks, 0, &mut rows, cursors);
+    }
+
+    /// Fills `rows` (one per tick of `ticks`: the states of the bodies from `first` on) by
+    /// moving those bodies' `cursors` (see "Reading").
+    fn fill(
+        &self,
+        ticks: &[Tick],
+        first: BodyId,
+        rows: &mut [&mut [BodyState]],
+        cursors: &mut [Cursor],
+    ) {
+        for (&t, row) in ticks.iter().zip(rows.iter_mut()) {
+            let frame = t / self.frame_ticks;
+            for ((i, s), c) in row.iter_mut().enumerate().zip(cursors.iter_mut()) {
+                let b = first + i as BodyId;
+                loop {
+                    let cell = self.cell(b, c.next);
+                    let k = cell.key.load(Ordering::Acquire);
+                    if k >> 32 != key(c.next, 0) >> 32 || !by(k, frame) {
+                        break;
+                    }
+                    (c.tick, c.state) = cell.anchor();
+                    c.next += 1;
+                }
+                debug_assert!(c.next > 0, "body {b} has no anchor at frame tick {t}");
+                *s = self.flight.after(&c.state, t - c.tick);
+            }
+        }
     }
 
     /// The committed frames not handed out yet, in tick order: `(tick, states of all bodies in
@@ -838,8 +1054,9 @@ impl GvtBuffer {
     /// Checks the invariants on a consistent snapshot: each chunk's minimum is the least of
     /// its fronts, no front is behind the clock, the GVT word does not lead the clock, each
     /// body's own view of its front agrees; and, with no record, rollback or commit in flight
-    /// (where it is called), the clock has reached the least front: no complete tick is left
-    /// uncommitted.
+    /// (where it is called), the clock has reached the least front (no complete tick is left
+    /// uncommitted), and each body's live positions hold their own keys, start in frame order,
+    /// the last before the body's front.
     pub fn validate(&self) -> Result<(), GvtError> {
         let word = self.gvt();
         let snap = self.table.snapshot();
@@ -883,6 +1100,37 @@ impl GvtBuffer {
                  committed GVT is {committed} and the GVT word {word}"
             ));
         }
+        // Each body's live positions that the commit may still read (those after the first
+        // that starts before the GVT; the cells of earlier ones may be reused, see "Reuse"):
+        // their own keys, in frame order, the last starting before the body's front.
+        let gvt_frame = word.div_ceil(self.frame_ticks);
+        for b in 0..self.bodies as BodyId {
+            let top = self.tops[b as usize].load(Ordering::Relaxed);
+            let mut after: Option<u32> = None;
+            for p in (top.saturating_sub(self.per as u64)..top).rev() {
+                let k = self.cell(b, p).key.load(Ordering::Relaxed);
+                if k >> 32 != key(p, 0) >> 32 {
+                    return err(format!(
+                        "body {b}: the cell of position {p} holds another key"
+                    ));
+                }
+                if after.is_some_and(|f| f.wrapping_sub(k as u32) as i32 <= 0) {
+                    return err(format!(
+                        "body {b}: position {p} starts no earlier than the next"
+                    ));
+                }
+                after = Some(k as u32);
+                if by(k, gvt_frame) {
+                    break;
+                }
+            }
+            let front = self.fronts[b as usize].load(Ordering::Relaxed);
+            if top > 0 && !self.starts_before(b, top - 1, front.div_ceil(self.frame_ticks)) {
+                return err(format!(
+                    "body {b}: its last position starts at or after its front {front}"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -923,9 +1171,11 @@ mod tests {
             g.validate().unwrap();
             // Every body but 3 records tick 1 as well: tick 0 then waits for body 3 only.
             let rest: Vec<BodyId> = (0..70).filter(|&b| b != 3).collect();
-            g.record_span(1, 1, &rest, |_, j| st(rest[j], 1)).unwrap();
+            g.record_span(1, 1, &rest, |t, j| Piece::at(t, st(rest[j], t)))
+                .unwrap();
             assert_eq!(g.gvt(), 0);
-            g.record_span(0, 2, &[3], |i, _| st(3, i as Tick)).unwrap();
+            g.record_span(0, 2, &[3], |t, _| Piece::at(t, st(3, t)))
+                .unwrap();
             assert_eq!(g.gvt(), 2, "ticks 0 and 1 commit together");
             let f = g.drain_committed();
             assert_eq!(f.len(), 1);
@@ -951,7 +1201,7 @@ mod tests {
                 Err(GvtError::BeyondWindow { tick: 12, .. })
             ));
             assert!(matches!(
-                g.record_span(0, 13, &[0], |i, _| st(0, i as Tick)),
+                g.record_span(0, 13, &[0], |t, _| Piece::at(t, st(0, t))),
                 Err(GvtError::BeyondWindow { tick: 12, .. })
             ));
             assert_eq!(
@@ -980,7 +1230,7 @@ mod tests {
                 g.unrecord(0, &[0]),
                 Err(GvtError::NotRecorded { body: 0, tick: 0 })
             );
-            g.record_span(1, 3, &[1], |i, _| st(1, 1 + i as Tick))
+            g.record_span(1, 3, &[1], |t, _| Piece::at(t, st(1, t)))
                 .unwrap();
             // Body 1 has recorded 0..4: it takes back a suffix, not tick 2 alone.
             assert_eq!(
@@ -997,7 +1247,8 @@ mod tests {
             );
             g.validate().unwrap();
             for b in [0, 2] {
-                g.record_span(0, 4, &[b], |i, _| st(b, i as Tick)).unwrap();
+                g.record_span(0, 4, &[b], |t, _| Piece::at(t, st(b, t)))
+                    .unwrap();
             }
             assert_eq!(g.gvt(), 4);
             let f = g.drain_committed();
@@ -1032,7 +1283,7 @@ mod tests {
                 // Every body flies the whole window: the last record commits it all at once.
                 for b in 0..bodies as BodyId {
                     assert_eq!(g.gvt(), 0);
-                    g.record_span(0, window as usize, &[b], |i, _| st(b, i as Tick))
+                    g.record_span(0, window as usize, &[b], |t, _| Piece::at(t, st(b, t)))
                         .unwrap();
                 }
                 assert_eq!(g.gvt(), window);
@@ -1056,10 +1307,13 @@ mod tests {
 
     /// Spans of random lengths, by entities of one to three bodies whose bodies share chunks
     /// or not, rolling back now and then, against the same records made tick by tick on a
-    /// second buffer; the frame ring turns several times. Both commit the same ticks at every
-    /// step and hand out the same frames, each holding every body's last state at its tick;
-    /// chunks of 64, 8 and 1 bodies. The first buffer's frames are drained now and then and
-    /// given back ([`GvtBuffer::give_back`]), so its later commits fill frames used before.
+    /// second buffer; the anchor cells turn several times. A span's ticks are cut into pieces
+    /// of random lengths, each flying from an anchor at or before its first tick (the frames'
+    /// flight has gravity), and the second buffer records each tick's state flown from its
+    /// piece's anchor. Both commit the same ticks at every step and hand out the same frames,
+    /// each holding every body's last state at its tick; chunks of 64, 8 and 1 bodies, frames of
+    /// 3 ticks and of 1. The first buffer's frames are drained now and then and given back
+    /// ([`GvtBuffer::give_back`]), so its later commits fill frames used before.
     #[test]
     fn spans_equal_records_tick_by_tick() {
         use crate::scene::SplitMix64;
@@ -1068,21 +1322,27 @@ mod tests {
         let rest: Vec<BodyId> = (0..150)
             .filter(|b| !entities.iter().any(|e| e.contains(b)))
             .collect();
+        let flight = FreeFlight {
+            gravity: Vec3::new(0.5, -9.81, 0.25),
+            dt: 1.0 / 960.0,
+        };
         for &be in Backend::COMPILED {
-            for (window, chunk) in [(8, 64), (64, 8), (64, 1)] {
+            for (window, chunk, ft) in [(8, 64, 3), (64, 8, 3), (64, 1, 3), (40, 8, 1)] {
                 let config = GvtConfig {
                     chunk,
-                    ..GvtConfig::new(150, 3, window)
+                    flight,
+                    ..GvtConfig::new(150, ft, window)
                 };
                 let spans = GvtBuffer::new(be, config).unwrap();
-                let ticks = GvtBuffer::new(be, GvtConfig::new(150, 3, window)).unwrap();
-                let mut rng = SplitMix64::new(window + chunk as u64);
+                let ticks = GvtBuffer::new(be, GvtConfig::new(150, ft, window)).unwrap();
+                let mut rng = SplitMix64::new(window + chunk as u64 + ft);
                 let mut lvt = [0 as Tick; 5];
-                // A rollback's new states: a version per entity.
-                let mut version = [0u32; 5];
-                let state = |b: BodyId, t: Tick, v: u32| BodyState {
-                    velocity: Vec3::splat(v as f32),
-                    ..st(b, t)
+                // A piece's anchor: body, anchor tick, a salt per piece.
+                let anchor = |b: BodyId, at: Tick, salt: u64| BodyState {
+                    position: Vec3::new(b as f32, at as f32, (salt % 1000) as f32),
+                    velocity: Vec3::new(1.0, (salt % 7) as f32, -2.0),
+                    angular_velocity: Vec3::new(0.0, (salt % 3) as f32, 0.5),
+                    ..st(b, at)
                 };
                 let mut rest_at = 0;
                 let mut frames = Vec::new();
@@ -1096,18 +1356,37 @@ mod tests {
                             ticks.unrecord(t, entities[e]).unwrap();
                         }
                         lvt[e] = to;
-                        version[e] += 1;
                     } else {
                         let upto = (gvt + window).min(lvt[e] + 1 + rng.next_u64() % 40);
-                        let (from, v) = (lvt[e], version[e]);
+                        let from = lvt[e];
                         let bodies = entities[e];
+                        // The pieces: (first tick, last tick, anchor tick, salt).
+                        let mut pieces = Vec::new();
+                        let mut at = from;
+                        while at < upto {
+                            let last = (at + rng.next_u64() % 9).min(upto - 1);
+                            let back = rng.next_u64() % 5;
+                            pieces.push((at, last, at.saturating_sub(back), rng.next_u64()));
+                            at = last + 1;
+                        }
+                        let piece_of =
+                            |t: Tick| *pieces.iter().find(|p| p.0 <= t && t <= p.1).unwrap();
                         spans
-                            .record_span(from, (upto - from) as usize, bodies, |i, j| {
-                                state(bodies[j], from + i as Tick, v)
+                            .record_span(from, (upto - from) as usize, bodies, |t, j| {
+                                let (_, last, k0, salt) = piece_of(t);
+                                Piece {
+                                    tick: k0,
+                                    state: anchor(bodies[j], k0, salt),
+                                    last,
+                                }
                             })
                             .unwrap();
                         for t in from..upto {
-                            let row: Vec<_> = bodies.iter().map(|&b| (b, state(b, t, v))).collect();
+                            let (_, _, k0, salt) = piece_of(t);
+                            let row: Vec<_> = bodies
+                                .iter()
+                                .map(|&b| (b, flight.after(&anchor(b, k0, salt), t - k0)))
+                                .collect();
                             ticks.record(t, &row).unwrap();
                         }
                         lvt[e] = upto;
@@ -1131,15 +1410,22 @@ mod tests {
                 }
                 assert!(spans.gvt() > 3 * spans.ring, "the ring turned");
                 frames.extend(spans.drain_committed());
-                assert_eq!(frames, ticks.drain_committed());
-                assert_eq!(frames.len() as u64, spans.gvt().div_ceil(3));
-                for (t, states) in frames {
-                    for (b, s) in states.iter().enumerate() {
-                        assert_eq!(
-                            s.position,
-                            st(b as BodyId, t).position,
-                            "body {b}, tick {t}"
+                let want = ticks.drain_committed();
+                assert_eq!(frames.len(), want.len());
+                for ((t, got), (tw, want)) in frames.iter().zip(&want) {
+                    assert_eq!(t, tw);
+                    if let Some(b) = (0..150).find(|&b| got[b] != want[b]) {
+                        panic!(
+                            "window {window}, chunk {chunk}, frame ticks {ft}: tick {t}, body \
+                             {b}: {:?}, expected {:?}",
+                            got[b].position, want[b].position
                         );
+                    }
+                }
+                assert_eq!(frames.len() as u64, spans.gvt().div_ceil(ft));
+                for (t, states) in frames {
+                    for &b in &rest {
+                        assert_eq!(states[b as usize], st(b, t), "body {b}, tick {t}");
                     }
                 }
             }

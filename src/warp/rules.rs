@@ -69,7 +69,7 @@
 
 use super::Tick;
 use super::group_rules::Move;
-use crate::dynamics::{BodyState, MassProps, free_flight, resolve, rolling_impulse};
+use crate::dynamics::{BodyState, FreeFlight, MassProps, resolve, rolling_impulse};
 use crate::geometry::{Aabb, Manifold, Motion, Pose, collide, impact, lowest_along, shape_aabb};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
 use glam::{Mat3, Vec3};
@@ -572,7 +572,7 @@ impl Rules {
     }
 
     /// Rule 4: the pre-event state at tick `k` of a body anchored at `a` (`k >= a.tick`): its
-    /// anchor's state flown for `k - a.tick` ticks ([`free_flight`] for `(k - a.tick) dt`: the
+    /// anchor's state flown for `k - a.tick` ticks ([`crate::dynamics::free_flight`] for `(k - a.tick) dt`: the
     /// parabola and the exponential map of its spin), `a.state` itself at `a.tick`. A pure
     /// function of the anchor and the tick, so the same bits however a run batches its ticks.
     #[inline]
@@ -590,7 +590,16 @@ impl Rules {
             debug_assert!(n <= g.len, "a glide of {} ticks asked at {n}", g.len);
             return g.by.state(&a.state, n, g.len);
         }
-        free_flight(&a.state, self.gravity, n as f32 * self.dt)
+        self.free_flight().after(&a.state, n)
+    }
+
+    /// Rule 4's free flight (gravity, tick length) as a value: what the GVT buffer computes
+    /// committed frames with.
+    pub fn free_flight(&self) -> FreeFlight {
+        FreeFlight {
+            gravity: self.gravity,
+            dt: self.dt,
+        }
     }
 
     /// The radius of a sphere around body `i`'s shape at any rotation (its own radius for a

@@ -27,6 +27,7 @@
 
 use super::Tick;
 use super::group_rules::Island;
+use super::gvt::Piece;
 use super::rules::{Anchor, Rules};
 use crate::dynamics::BodyState;
 use crate::geometry::Aabb;
@@ -153,6 +154,30 @@ impl<'a> Walk<'a> {
         }
         debug_assert!(self.cur.from <= t, "tick {t} before the walk");
         self.cur.state(self.line.bodies, rules, t, j)
+    }
+}
+
+impl Walk<'_> {
+    /// Body `j`'s piece of the frame states at tick `t` (at or after the last tick asked, at
+    /// most the LVT; see [`Piece`]): a span's anchor, through the span's last tick; at any
+    /// other tick its state there alone (a glide's too: a glide flies by its substep's move,
+    /// not by rule 4).
+    #[inline]
+    pub fn piece(&mut self, rules: &Rules, t: Tick, j: usize) -> Piece {
+        while t >= self.end {
+            *self = Walk::at(self.line, self.seg + 1);
+        }
+        match &self.cur.data {
+            Data::Span(s) if s.paths[j].0.glide.is_none() => {
+                let a = &s.paths[j].0;
+                Piece {
+                    tick: a.tick,
+                    state: a.state,
+                    last: self.end - 1,
+                }
+            }
+            _ => Piece::at(t, self.cur.state(self.line.bodies, rules, t, j)),
+        }
     }
 }
 
