@@ -35,8 +35,9 @@
 //!   happen in tick order, each exactly once; [`gvt`](GvtBuffer::gvt) (an atomic read) is the
 //!   first uncommitted tick as published and never decreases (it may lag a commit in
 //!   progress by a moment, never lead it).
-//! * Every `frame_ticks`-th tick is a **frame**: when it commits, the states recorded for it by
-//!   all bodies, in body order, are queued for the output;
+//! * Every `frame_ticks`-th tick is a **frame**: when it commits, every body's state there,
+//!   flown from the anchor its last record of the tick gave (see "Frame states, from
+//!   anchors"), in body order, is queued for the output;
 //!   [`drain_committed`](GvtBuffer::drain_committed) hands them out in tick order, each once,
 //!   to whoever calls it (one consumer: the output).
 //!
