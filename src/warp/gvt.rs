@@ -715,9 +715,8 @@ impl GvtBuffer {
         }
         // The anchors first: a commit reads them once the section below has moved the fronts
         // past their frames (see "Ordering"). Each body's pieces go on its stack of positions,
-        // which grows only once the section has taken the record.
-        // Frame ticks in order (the caller may walk its ticks forwards only), each body's
-        // pieces where they begin.
+        // which grows only once the section has taken the record; they are asked in frame
+        // order over all bodies (the caller may walk its ticks forwards only).
         let mut tops: smallvec::SmallVec<[u64; 4]> = bodies
             .iter()
             .map(|&b| self.tops[b as usize].load(Ordering::Relaxed))

@@ -572,9 +572,10 @@ impl Rules {
     }
 
     /// Rule 4: the pre-event state at tick `k` of a body anchored at `a` (`k >= a.tick`): its
-    /// anchor's state flown for `k - a.tick` ticks ([`crate::dynamics::free_flight`] for `(k - a.tick) dt`: the
-    /// parabola and the exponential map of its spin), `a.state` itself at `a.tick`. A pure
-    /// function of the anchor and the tick, so the same bits however a run batches its ticks.
+    /// anchor's state flown for `k - a.tick` ticks ([`crate::dynamics::free_flight`] for
+    /// `(k - a.tick) dt`: the parabola and the exponential map of its spin), `a.state` itself
+    /// at `a.tick`. A pure function of the anchor and the tick, so the same bits however a run
+    /// batches its ticks.
     #[inline]
     pub fn flight(&self, a: &Anchor, k: Tick) -> BodyState {
         debug_assert!(
