@@ -346,6 +346,12 @@ fn key(p: u64, frame: u64) -> u64 {
     (p.wrapping_add(1) as u32 as u64) << 32 | frame as u32 as u64
 }
 
+/// Whether key `k` carries position `p`'s tag.
+#[inline]
+fn holds(k: u64, p: u64) -> bool {
+    k >> 32 == key(p, 0) >> 32
+}
+
 /// The key a rollback leaves in the cell of position `p` it popped: a tag that is no
 /// position's the commit can look for there (see "Reading").
 fn void(p: u64) -> u64 {
@@ -873,7 +879,7 @@ impl GvtBuffer {
     /// own recorder wrote it.
     fn starts_before(&self, b: BodyId, p: u64, frame: u64) -> bool {
         let k = self.cell(b, p).key.load(Ordering::Relaxed);
-        debug_assert_eq!(k >> 32, key(p, 0) >> 32, "body {b}'s position {p}");
+        debug_assert!(holds(k, p), "body {b}'s position {p}");
         by(k, frame.wrapping_sub(1))
     }
 
@@ -1002,7 +1008,7 @@ impl GvtBuffer {
                 loop {
                     let cell = self.cell(b, c.next);
                     let k = cell.key.load(Ordering::Acquire);
-                    if k >> 32 != key(c.next, 0) >> 32 || !by(k, frame) {
+                    if !holds(k, c.next) || !by(k, frame) {
                         break;
                     }
                     (c.tick, c.state) = cell.anchor();
@@ -1109,7 +1115,7 @@ impl GvtBuffer {
             let mut after: Option<u32> = None;
             for p in (top.saturating_sub(self.per as u64)..top).rev() {
                 let k = self.cell(b, p).key.load(Ordering::Relaxed);
-                if k >> 32 != key(p, 0) >> 32 {
+                if !holds(k, p) {
                     return err(format!(
                         "body {b}: the cell of position {p} holds another key"
                     ));

@@ -149,24 +149,28 @@ impl<'a> Walk<'a> {
     /// Body `j`'s state at tick `t` (at or after the last tick asked, at most the LVT).
     #[inline]
     pub fn state(&mut self, rules: &Rules, t: Tick, j: usize) -> BodyState {
-        while t >= self.end {
-            *self = Walk::at(self.line, self.seg + 1);
-        }
+        self.seek(t);
         debug_assert!(self.cur.from <= t, "tick {t} before the walk");
         self.cur.state(self.line.bodies, rules, t, j)
     }
 }
 
 impl Walk<'_> {
+    /// Moves on to the segment holding tick `t` (at or after the last tick asked).
+    #[inline]
+    fn seek(&mut self, t: Tick) {
+        while t >= self.end {
+            *self = Walk::at(self.line, self.seg + 1);
+        }
+    }
+
     /// Body `j`'s piece of the frame states at tick `t` (at or after the last tick asked, at
     /// most the LVT; see [`Piece`]): a span's anchor, through the span's last tick; at any
     /// other tick its state there alone (a glide's too: a glide flies by its substep's move,
     /// not by rule 4).
     #[inline]
     pub fn piece(&mut self, rules: &Rules, t: Tick, j: usize) -> Piece {
-        while t >= self.end {
-            *self = Walk::at(self.line, self.seg + 1);
-        }
+        self.seek(t);
         match &self.cur.data {
             Data::Span(s) if s.paths[j].0.glide.is_none() => {
                 let a = &s.paths[j].0;
