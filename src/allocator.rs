@@ -25,11 +25,86 @@
 //! `main`. Measured on the 2-core VM (2026-11-27, 2 workers, medians of 5): a third less peak
 //! RSS (`bouncing` 500 over 120 s: 49-52 MiB against 72-80), 1-5% more wall time, and no run
 //! that spends 0.15-0.35 s more in the kernel's huge-page faults.
+//!
+//! [`Allocator`] is the global allocator itself: mimalloc, asked the way the standard library
+//! asks the system's `malloc`. The `mimalloc` crate's own wrapper passes every request to
+//! `mi_malloc_aligned`, which in mimalloc v3 takes its fast path only for blocks of at most
+//! 1 KiB whose page has a free block at hand; any other request goes the generic way, and a size
+//! that is not a power of two is over-allocated by the alignment and aligned by hand, even at an
+//! alignment of 8, which every block has anyway. The STM copies a bucket (and its lists, often
+//! over a kilobyte) for every bucket a section changes, so the warp engine met that path tens of
+//! thousands of times a simulated second (`docs/results.md`, "2026-11-30"). [`Allocator`] asks
+//! plain `mi_malloc` for every layout whose alignment mimalloc gives every block of its size
+//! (as `std`'s `System` does with `malloc`), and the aligned calls for the rest.
 
 // The symbols below are mimalloc's, linked through the `mimalloc` crate.
 extern crate mimalloc as _;
 
-use std::ffi::{c_int, c_long};
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::{c_int, c_long, c_void};
+
+/// The alignment of every block `mi_malloc` returns of at least this many bytes
+/// (`MI_MAX_ALIGN_SIZE`: 16 on the 64-bit targets mimalloc supports); a smaller block is
+/// aligned to its size's own alignment, which a Rust layout (whose size is a multiple of its
+/// alignment) never exceeds.
+const MALLOC_ALIGN: usize = 16;
+
+/// mimalloc as the global allocator (see the module documentation): the `timewarp` binary's
+/// and `peer/`'s.
+pub struct Allocator;
+
+/// Whether plain `mi_malloc` of `size` bytes is aligned enough for `align`.
+#[inline]
+fn plain(align: usize, size: usize) -> bool {
+    align <= MALLOC_ALIGN && align <= size
+}
+
+// SAFETY: each call returns what mimalloc returns for it: `mi_malloc`, `mi_zalloc` and
+// `mi_realloc` where `plain` says their blocks have the layout's alignment (see
+// `MALLOC_ALIGN`), the `mimalloc` crate's aligned calls otherwise; every block is freed by
+// `mi_free`, which takes any block mimalloc made, however it was asked for. A null return is
+// passed on as the allocation failure it is.
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if plain(layout.align(), layout.size()) {
+            // SAFETY: `mi_malloc` takes any size.
+            unsafe { mi_malloc(layout.size()).cast() }
+        } else {
+            // SAFETY: the caller's layout, as `GlobalAlloc::alloc` has it.
+            unsafe { mimalloc::MiMalloc.alloc(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if plain(layout.align(), layout.size()) {
+            // SAFETY: `mi_zalloc` takes any size.
+            unsafe { mi_zalloc(layout.size()).cast() }
+        } else {
+            // SAFETY: as in `alloc`.
+            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _: Layout) {
+        // SAFETY: `ptr` is a live block of this allocator, so of mimalloc.
+        unsafe { mi_free(ptr.cast()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if plain(layout.align(), new_size) {
+            // SAFETY: `ptr` is a live block of mimalloc; the new block keeps its first
+            // `min(size, new_size)` bytes, as `GlobalAlloc::realloc` asks.
+            unsafe { mi_realloc(ptr.cast(), new_size).cast() }
+        } else {
+            // SAFETY: the caller's arguments, as `GlobalAlloc::realloc` has them.
+            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        }
+    }
+}
 
 /// `mi_option_purge_delay` in the `mi_option_e` enumeration of the mimalloc sources that
 /// `libmimalloc-sys` 0.1.49 builds (v3, `include/mimalloc.h`); the crate's bindings stop short
@@ -41,6 +116,10 @@ const PURGE_DELAY: c_int = 15;
 unsafe extern "C" {
     fn mi_option_get(option: c_int) -> c_long;
     fn mi_option_set(option: c_int, value: c_long);
+    fn mi_malloc(size: usize) -> *mut c_void;
+    fn mi_zalloc(size: usize) -> *mut c_void;
+    fn mi_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn mi_free(p: *mut c_void);
 }
 
 /// Applies the binary's allocator settings (see the module documentation): call it first

@@ -10,7 +10,7 @@ mod cli;
 /// at 64, 23% of the samples in glibc's arena lock; mimalloc 17.8 s and 16.9 s. Its one
 /// setting (it keeps freed pages instead of giving them back) is `timewarp::allocator`'s.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: timewarp::allocator::Allocator = timewarp::allocator::Allocator;
 
 fn main() -> std::process::ExitCode {
     timewarp::allocator::configure();

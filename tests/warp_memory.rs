@@ -47,9 +47,9 @@
 //! cargo test --release --all-features --test warp_memory -- --ignored --nocapture bouncing_2000
 //! ```
 
-use mimalloc::MiMalloc;
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use timewarp::allocator::Allocator;
 use timewarp::scene::builtin;
 use timewarp::warp::{WarpConfig, run_warp};
 
@@ -73,12 +73,12 @@ fn note_live(now: usize) {
     }
 }
 
-// SAFETY: every call is passed to `MiMalloc` with the caller's own arguments, so `MiMalloc`'s
-// guarantees are ours; the counter is only arithmetic on the sizes of the layouts.
+// SAFETY: every call is passed to the binary's `Allocator` with the caller's own arguments, so
+// its guarantees are ours; the counter is only arithmetic on the sizes of the layouts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `alloc`'s contract, which is `MiMalloc::alloc`'s.
-        let p = unsafe { MiMalloc.alloc(layout) };
+        // SAFETY: the caller upholds `alloc`'s contract, which is `Allocator::alloc`'s.
+        let p = unsafe { Allocator.alloc(layout) };
         if !p.is_null() {
             note_live(LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size());
         }
@@ -86,14 +86,15 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc`/`realloc` above, that is from `MiMalloc`, with `layout`.
-        unsafe { MiMalloc.dealloc(ptr, layout) };
+        // SAFETY: `ptr` came from `alloc`/`realloc` above, that is from `Allocator`, with
+        // `layout`.
+        unsafe { Allocator.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `MiMalloc::realloc`.
-        let p = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
+        // SAFETY: as for `dealloc`; `new_size` is the caller's, valid for `Allocator::realloc`.
+        let p = unsafe { Allocator.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             note_live(LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);

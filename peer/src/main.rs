@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 /// (2026-11-27: its blocks are freed on other threads than the ones that allocated them).
 /// rapier runs under the same allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: timewarp::allocator::Allocator = timewarp::allocator::Allocator;
 
 use clap::Parser;
 use rapier3d::prelude::*;
