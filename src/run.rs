@@ -522,9 +522,17 @@ fn run_warp_scene(
             if resume.is_some() && frame == first {
                 return Ok(()); // the checkpoint's own frame: already committed and hashed
             }
-            for (&i, s) in dynamic.iter().zip(states) {
-                all[i] = *s;
-            }
+            // Every body in scene order: the committed states as they are where no body is
+            // static (the engine commits the dynamic ones, in scene order), else merged with
+            // the static bodies' constant states.
+            let all: &[BodyState] = if dynamic.len() == all.len() {
+                states
+            } else {
+                for (&i, s) in dynamic.iter().zip(states) {
+                    all[i] = *s;
+                }
+                &all
+            };
             last_frame = frame;
             let mut fail = |e: io::Error| {
                 let m = e.to_string();
@@ -535,10 +543,10 @@ fn run_warp_scene(
                 sink.groups(frame, &group_values(islands, &dynamic))
                     .map_err(&mut fail)?;
             }
-            sink.frame(frame, frame as f64 * dt, &all)
+            sink.frame(frame, frame as f64 * dt, all)
                 .map_err(&mut fail)?;
             if let Some(c) = ck.as_deref_mut() {
-                c.observe(frame, frame as f64 * dt, &all)
+                c.observe(frame, frame as f64 * dt, all)
                     .map_err(&mut fail)?;
                 let state = islands.map(|islands| state_at(states, islands));
                 if c.due(frame) && frame < frames {

@@ -632,17 +632,22 @@ impl Tvht {
                 // Sleep records and spans, in its record-half buckets.
                 for &k in &keys[recs[j].clone()] {
                     let bucket = view.get(k);
-                    // Others' records only, passed over before any call through `Held`: in a
-                    // group's buckets most records are the group's own.
-                    let records = bucket.records.iter().filter(|r| r.entity != entity);
-                    let spans = bucket.spans.iter().filter(|s| s.entity != entity);
+                    // Others' records only, and of those only the ones whose ticks and box
+                    // meet the span's, passed over before any call through `Held`: in a
+                    // group's buckets most records are the group's own, and in a record
+                    // bucket most spans are gone by or fly clear of this one.
+                    let near = |e: EntityId, f: Tick, u: Tick, b: &Aabb| {
+                        e != entity && f <= to && u > from && b.overlaps(&me.aabb)
+                    };
+                    let records = (bucket.records.iter())
+                        .filter(|r| near(r.entity, r.from, r.until, &r.aabb));
+                    let spans =
+                        (bucket.spans.iter()).filter(|s| near(s.entity, s.from, s.until, &s.aabb));
                     let held =
                         (records.map(|r| r as &dyn Held)).chain(spans.map(|s| s as &dyn Held));
                     for o in held {
                         let ((f, u), b) = o.held();
-                        if !b.overlaps(&me.aabb)
-                            || self.sleep_slot(self.owner_cell_from(lo, &b)) != k
-                        {
+                        if self.sleep_slot(self.owner_cell_from(lo, &b)) != k {
                             continue;
                         }
                         let (lo, hi) = (f.max(from), u.min(last + 1));
