@@ -37,6 +37,7 @@ fn config() -> TvhtConfig {
         cell_size: 1.0,
         max_cells_per_body: 64,
         span_ticks: 2,
+        grid_offset: 0.0,
         sleep_records: false,
     }
 }

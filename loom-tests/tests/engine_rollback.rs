@@ -187,6 +187,7 @@ fn tvht(backend: Backend) -> Tvht {
         cell_size: 4.0,
         max_cells_per_body: 8,
         span_ticks: 1,
+        grid_offset: 0.0,
         sleep_records: false,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")

@@ -94,6 +94,7 @@ fn table_with(backend: Backend, sleep_records: bool) -> Tvht {
         cell_size: 1.0,
         max_cells_per_body: 8,
         span_ticks: 1,
+        grid_offset: 0.0,
         sleep_records,
     };
     Tvht::new(backend, config).expect("valid TVHT configuration")

@@ -138,6 +138,7 @@ fn table(backend: Backend) -> Tvht {
         cell_size: 4.0,
         max_cells_per_body: 8,
         span_ticks: 8,
+        grid_offset: 0.0,
         sleep_records: true,
     };
     Tvht::new(backend, config)

@@ -2,9 +2,9 @@
 //!
 //! The spatial hash of seed 000 (Koenig, Karamouzas and Guy, Section 4), with time hashed in
 //! too. Space is cut into cubic **cells** of side `cell_size` (by default twice the largest
-//! side of any dynamic body's box, so a body covers one or two cells per axis). A body's box
-//! at a tick covers the cells `lo ..= hi`, `lo = floor(min / s)`, `hi = floor(max / s)` per
-//! axis. The pair (cell, slice), where a **slice** is `span_ticks` consecutive ticks
+//! side of any dynamic body's box, so a body covers one or two cells per axis), offset by a
+//! fraction `o` of a cell from the origin. A body's box at a tick covers the cells `lo ..= hi`,
+//! `lo = floor(min / s + o)`, `hi = floor(max / s + o)` per axis. The pair (cell, slice), where a **slice** is `span_ticks` consecutive ticks
 //! (`tick / span_ticks`), is hashed to one of a fixed, power-of-two number of buckets.
 //!
 //! Hashing time too (the paper hashes the cell only) keeps buckets short, and makes entities
@@ -37,6 +37,14 @@ use crate::geometry::Aabb;
 
 /// Cell coordinates beyond this magnitude are refused (their hash inputs stay exact).
 const MAX_CELL_COORD: f32 = (1u32 << 30) as f32;
+
+/// The grid offset of [`TvhtConfig::for_scene`] (see [`TvhtConfig::grid_offset`]): cell
+/// boundaries at `(k - 0.382) * cell_size`, not on the multiples of the cell size. Scenes put
+/// bodies at round coordinates (a ground at y = 0, a row along an axis, unit boxes on integer
+/// heights), and a boundary there splits each such box, grown by its margin, across two cells
+/// on that axis: twice the buckets for each of its writes. 0.382 (1 - 1/φ, the fraction least
+/// near any simple one) keeps boundaries off them. Measured in `docs/results.md`, "2026-11-30".
+pub const GRID_OFFSET: f32 = 0.381_966;
 
 /// The record half hashes *record cells* of `2^RECORD_SHIFT` cells a side (see the module
 /// documentation): a record there is a span or a sleep record, and a span's box is long, so
@@ -155,8 +163,15 @@ impl Tvht {
     /// magnitude (`cell_range` checks it for every box written).
     #[inline]
     fn cell_of(&self, v: glam::Vec3) -> Cell {
-        let s = v * self.inv_cell;
+        let s = self.scaled(v);
         [floor_i32(s.x), floor_i32(s.y), floor_i32(s.z)]
+    }
+
+    /// A point in cell units: its cell is the floor of each coordinate (the grid is offset by
+    /// [`TvhtConfig::grid_offset`] of a cell). Monotone in each coordinate, as rounding is.
+    #[inline]
+    pub(super) fn scaled(&self, v: glam::Vec3) -> glam::Vec3 {
+        v * self.inv_cell + glam::Vec3::splat(self.grid_offset)
     }
 
     /// The lowest cell of a stored box (stored boxes were checked when written).
@@ -172,7 +187,7 @@ impl Tvht {
         tick: Tick,
         b: &Aabb,
     ) -> Result<(Cell, Cell), TvhtError> {
-        let (smin, smax) = (b.min * self.inv_cell, b.max * self.inv_cell);
+        let (smin, smax) = (self.scaled(b.min), self.scaled(b.max));
         // Finite, ordered, and within ±2^30 cells, in three comparisons: NaN fails each, an
         // infinite corner fails the bound, and `min <= max` carries each bound to the other
         // corner (scaling by `inv_cell > 0` keeps the order).

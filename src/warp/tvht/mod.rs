@@ -89,6 +89,7 @@ mod validate;
 mod write;
 
 use bucket::Bucket;
+pub use cells::GRID_OFFSET;
 use runs::{Graveyard, Look};
 pub use span::{Flight, Motion, SpanEntry};
 use sweep::{LEDGER_RING, LEDGER_SHARDS, Notes};
@@ -108,6 +109,10 @@ pub struct TvhtConfig {
     /// and of `tick / span_ticks`, so consecutive ticks of one cell share a bucket (see
     /// the module documentation of `tvht::cells`). 1 hashes every tick apart.
     pub span_ticks: u64,
+    /// Where the grid's cell boundaries lie, in cells (`0 <= grid_offset < 1`): cell `k`
+    /// starts at `(k - grid_offset) * cell_size` on each axis. [`TvhtConfig::for_scene`] takes
+    /// [`GRID_OFFSET`]; 0 puts boundaries on the multiples of the cell size.
+    pub grid_offset: f32,
     /// Whether the table also keeps sleep records ([`Tvht::sleep`]): a second set of
     /// `buckets` buckets, hashed by space alone, which every write and delete then also
     /// names. Off, a table costs nothing for them.
@@ -149,6 +154,7 @@ impl TvhtConfig {
             cell_size,
             max_cells_per_body: 512,
             span_ticks,
+            grid_offset: GRID_OFFSET,
             sleep_records: false,
         }
     }
@@ -348,6 +354,7 @@ pub struct Tvht {
     span_shift: u32,
     cell_size: f32,
     inv_cell: f32,
+    grid_offset: f32,
     max_cells: usize,
     floor: AtomicU64,
     /// Where the next `prune_step` sweep starts.
@@ -419,6 +426,12 @@ impl Tvht {
                 config.cell_size
             )));
         }
+        if !(0.0..1.0).contains(&config.grid_offset) {
+            return Err(TvhtError::Config(format!(
+                "grid offset must be at least 0 and below 1 cell, got {}",
+                config.grid_offset
+            )));
+        }
         if config.span_ticks == 0 || !config.span_ticks.is_power_of_two() {
             return Err(TvhtError::Config(format!(
                 "span_ticks must be a power of two, got {}",
@@ -438,6 +451,7 @@ impl Tvht {
             span_shift: config.span_ticks.trailing_zeros(),
             cell_size: config.cell_size,
             inv_cell: 1.0 / config.cell_size,
+            grid_offset: config.grid_offset,
             max_cells: config.max_cells_per_body,
             floor: AtomicU64::new(0),
             cursor: AtomicU64::new(0),

@@ -229,7 +229,7 @@ impl Tvht {
                 // same buckets. Most steps are, and are told by comparisons alone
                 // ([`Plan::keeps`]: `cell_range` for every box, its casts checked for NaN and
                 // saturated, was 7% of a `parallel` run's instructions).
-                let (smin, smax) = (b.aabb.min * self.inv_cell, b.aabb.max * self.inv_cell);
+                let (smin, smax) = (self.scaled(b.aabb.min), self.scaled(b.aabb.max));
                 let before = prev.get(j).copied().filter(|&i| {
                     let p = &plans[i as usize];
                     p.body == b.body && p.slice == slice
@@ -294,6 +294,7 @@ impl Tvht {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::TvhtConfig;
+    use super::super::cells::GRID_OFFSET;
     use super::*;
     use crate::sync::Backend;
     use glam::Vec3;
@@ -321,7 +322,8 @@ mod tests {
         let fractions = [0.0f32, 1e-7, 0.25, 0.5, 0.999_999, 1.0, -1e-7];
         let extents = [0.0f32, 1e-6, 0.3, 0.999, 1.0, 1.7];
         let (mut kept, mut told) = (0, 0);
-        for cell_size in [1.0f32, 0.7, 3.0] {
+        let shapes = [1.0f32, 0.7, 3.0].map(|c| [(c, 0.0), (c, GRID_OFFSET)]);
+        for (cell_size, grid_offset) in shapes.into_iter().flatten() {
             let t = Tvht::new(
                 Backend::default(),
                 TvhtConfig {
@@ -329,6 +331,7 @@ mod tests {
                     cell_size,
                     max_cells_per_body: 64,
                     span_ticks: 4,
+                    grid_offset,
                     sleep_records: false,
                 },
             )
@@ -336,7 +339,8 @@ mod tests {
             let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
             let corner = |pick: &mut dyn FnMut(usize) -> usize| {
                 let base = bases[pick(bases.len())];
-                let c = (base as f32 + fractions[pick(fractions.len())]) * cell_size;
+                // (Cell `k` starts at `k - grid_offset` cells.)
+                let c = (base as f32 + fractions[pick(fractions.len())] - grid_offset) * cell_size;
                 // One ulp either side, sometimes.
                 match pick(3) {
                     0 => c.next_down(),
@@ -380,7 +384,7 @@ mod tests {
                     _ => {
                         let mut near = |c: i32| {
                             let f = [0.0f32, 1.0, 0.5, 2.0, -1.0][pick(5)];
-                            let x = (c as f32 + f) * cell_size;
+                            let x = (c as f32 + f - grid_offset) * cell_size;
                             [x, x.next_down(), x.next_up()][pick(3)]
                         };
                         let mut b = Aabb {
@@ -395,7 +399,7 @@ mod tests {
                         b
                     }
                 };
-                let (smin, smax) = (b.min * t.inv_cell, b.max * t.inv_cell);
+                let (smin, smax) = (t.scaled(b.min), t.scaled(b.max));
                 let keeps = p.keeps(&b, smin, smax);
                 let range = t.cell_range(1, 0, &b);
                 if keeps {

@@ -78,6 +78,7 @@ fn table(be: Backend, buckets: usize, flight: Arc<dyn Flight>) -> Tvht {
         cell_size: 1.0,
         max_cells_per_body: 512,
         span_ticks: 4,
+        grid_offset: GRID_OFFSET,
         sleep_records: true,
     };
     Tvht::new(be, config).unwrap().with_flight(flight).unwrap()
@@ -291,7 +292,11 @@ impl Model {
     /// is sure to see it (the two boxes share a cell, so the new request's buckets hold the
     /// old one: `TvhtError::Duplicate` documents what it finds).
     fn clash(&self, new: &[Rec]) -> Option<bool> {
-        let cells = |b: &Aabb| (b.min.floor(), b.max.floor());
+        // (`table`'s cells: of side 1, their boundaries `GRID_OFFSET` below the integers.)
+        let cells = |b: &Aabb| {
+            let at = |v: Vec3| (v + Vec3::splat(GRID_OFFSET)).floor();
+            (at(b.min), at(b.max))
+        };
         let mut clash = None;
         for n in new {
             for r in self.recs.iter().filter(|r| r.body == n.body) {
@@ -1223,6 +1228,7 @@ fn spans_refuse_duplicates_and_bad_requests_without_effect() {
             cell_size: 1.0,
             max_cells_per_body: 512,
             span_ticks: 4,
+            grid_offset: 0.0,
             sleep_records: false,
         };
         assert!(matches!(

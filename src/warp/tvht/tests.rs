@@ -37,6 +37,7 @@ fn config(buckets: usize) -> TvhtConfig {
         cell_size: 1.0,
         max_cells_per_body: 64,
         span_ticks: 4,
+        grid_offset: 0.0,
         sleep_records: false,
     }
 }
@@ -302,6 +303,16 @@ fn bad_input_is_refused_without_effect() {
     let mut c = config(4);
     c.cell_size = 0.0;
     assert!(Tvht::new(Backend::default(), c).is_err());
+    for offset in [-0.1, 1.0, f32::NAN] {
+        let c = TvhtConfig {
+            grid_offset: offset,
+            ..config(4)
+        };
+        assert!(
+            matches!(Tvht::new(Backend::default(), c), Err(TvhtError::Config(m)) if m.contains("grid offset")),
+            "grid offset {offset}"
+        );
+    }
     t.validate_at_rest().unwrap();
 }
 
@@ -657,6 +668,7 @@ fn random_sleeps_and_wakes_keep_every_contact_exactly_once() {
 fn default_config_scales_with_bodies() {
     let c = TvhtConfig::for_scene(1000, 1.0, 256);
     assert_eq!((c.buckets, c.cell_size, c.span_ticks), (1 << 14, 2.0, 64));
+    assert_eq!(c.grid_offset, GRID_OFFSET);
     let c = TvhtConfig::for_scene_with_span(1000, 1.0, 256, 16);
     assert_eq!((c.buckets, c.span_ticks), (1 << 16, 16));
     assert_eq!(TvhtConfig::for_scene(1, f32::NAN, 256).buckets, 1 << 10);
