@@ -994,9 +994,9 @@ impl GvtBuffer {
 
     /// Fills `rows` (one per tick of `ticks`: the states of the bodies from `first` on) by
     /// moving those bodies' `cursors` (see "Reading"), a frame at a time: each frame's states
-    /// are written in order (a frame is 52 bytes a body, and a commit of a window's frames
-    /// writes megabytes: in order, the writes stream; a body at a time, they stride across the
-    /// frames and fill took twice the time, `docs/results.md`, "2026-11-30").
+    /// are written in order (a commit of a window's frames writes megabytes: in order, the
+    /// writes stream; a body at a time, they stride across the frames, and the fill took twice
+    /// the time, `docs/results.md`, "2026-11-30").
     fn fill(
         &self,
         ticks: &[Tick],
