@@ -44,9 +44,9 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::{c_int, c_long, c_void};
 
 /// The alignment of every block `mi_malloc` returns of at least this many bytes
-/// (`MI_MAX_ALIGN_SIZE`: 16 on the 64-bit targets mimalloc supports); a smaller block is
-/// aligned to its size's own alignment, which a Rust layout (whose size is a multiple of its
-/// alignment) never exceeds.
+/// (`MI_MAX_ALIGN_SIZE`, 16 on 64-bit targets: mimalloc asserts it of every block it hands
+/// out, `_mi_page_malloc_zero`); a smaller block is a word or two, aligned to 8 at least, so
+/// an alignment of at most the size (which [`plain`] asks too) is met.
 const MALLOC_ALIGN: usize = 16;
 
 /// mimalloc as the global allocator (see the module documentation): the `timewarp` binary's

@@ -3,9 +3,10 @@
 //! The spatial hash of seed 000 (Koenig, Karamouzas and Guy, Section 4), with time hashed in
 //! too. Space is cut into cubic **cells** of side `cell_size` (by default twice the largest
 //! side of any dynamic body's box, so a body covers one or two cells per axis), offset by a
-//! fraction `o` of a cell from the origin. A body's box at a tick covers the cells `lo ..= hi`,
-//! `lo = floor(min / s + o)`, `hi = floor(max / s + o)` per axis. The pair (cell, slice), where a **slice** is `span_ticks` consecutive ticks
-//! (`tick / span_ticks`), is hashed to one of a fixed, power-of-two number of buckets.
+//! fraction `o` of a cell from the origin ([`GRID_OFFSET`]). A body's box at a tick covers the
+//! cells `lo ..= hi`, `lo = floor(min / s + o)`, `hi = floor(max / s + o)` per axis. The pair
+//! (cell, slice), where a **slice** is `span_ticks` consecutive ticks (`tick / span_ticks`), is
+//! hashed to one of a fixed, power-of-two number of buckets.
 //!
 //! Hashing time too (the paper hashes the cell only) keeps buckets short, and makes entities
 //! far apart in time touch different buckets, which is the point of a *temporal* table: "the
@@ -190,7 +191,7 @@ impl Tvht {
         let (smin, smax) = (self.scaled(b.min), self.scaled(b.max));
         // Finite, ordered, and within ±2^30 cells, in three comparisons: NaN fails each, an
         // infinite corner fails the bound, and `min <= max` carries each bound to the other
-        // corner (scaling by `inv_cell > 0` keeps the order).
+        // corner (scaling by `inv_cell > 0` and adding the offset keep the order).
         let limit = glam::Vec3::splat(MAX_CELL_COORD);
         if !(b.min.cmple(b.max).all() && smin.cmpgt(-limit).all() && smax.cmplt(limit).all()) {
             return Err(TvhtError::BadAabb { body, tick });
