@@ -39,12 +39,13 @@ use crate::geometry::Aabb;
 /// Cell coordinates beyond this magnitude are refused (their hash inputs stay exact).
 const MAX_CELL_COORD: f32 = (1u32 << 30) as f32;
 
-/// The grid offset of [`TvhtConfig::for_scene`] (see [`TvhtConfig::grid_offset`]): cell
-/// boundaries at `(k - 0.382) * cell_size`, not on the multiples of the cell size. Scenes put
-/// bodies at round coordinates (a ground at y = 0, a row along an axis, unit boxes on integer
-/// heights), and a boundary there splits each such box, grown by its margin, across two cells
-/// on that axis: twice the buckets for each of its writes. 0.382 (1 - 1/φ, the fraction least
-/// near any simple one) keeps boundaries off them. Measured in `docs/results.md`, "2026-11-30".
+/// The grid offset of [`TvhtConfig::for_scene`](super::TvhtConfig::for_scene) (see
+/// [`TvhtConfig::grid_offset`](super::TvhtConfig::grid_offset)): cell boundaries at
+/// `(k - 0.382) * cell_size`, not on the multiples of the cell size. Scenes put bodies at round
+/// coordinates (a ground at y = 0, a row along an axis, unit boxes on integer heights), and a
+/// boundary there splits each such box, grown by its margin, across two cells on that axis:
+/// twice the buckets for each of its writes. 0.382 (1 - 1/φ, the fraction least near any
+/// simple one) keeps boundaries off them. Measured in `docs/results.md`, "2026-11-30".
 pub const GRID_OFFSET: f32 = 0.381_966;
 
 /// The record half hashes *record cells* of `2^RECORD_SHIFT` cells a side (see the module
@@ -169,7 +170,8 @@ impl Tvht {
     }
 
     /// A point in cell units: its cell is the floor of each coordinate (the grid is offset by
-    /// [`TvhtConfig::grid_offset`] of a cell). Monotone in each coordinate, as rounding is.
+    /// [`TvhtConfig::grid_offset`](super::TvhtConfig::grid_offset) of a cell). Monotone in each
+    /// coordinate, as rounding is.
     #[inline]
     pub(super) fn scaled(&self, v: glam::Vec3) -> glam::Vec3 {
         v * self.inv_cell + glam::Vec3::splat(self.grid_offset)
