@@ -124,9 +124,10 @@ pub struct Timeline {
     segs: VecDeque<Seg>,
 }
 
-/// [`Timeline::state`] for ticks asked in ascending order ([`Timeline::walk`]): it keeps the
-/// segment of the last tick asked and where it ends, so a walk over many ticks (a record's
-/// frame states) finds each segment once instead of searching for it at every tick.
+/// The pieces of frame states ([`Walk::piece`]) for ticks asked in ascending order
+/// ([`Timeline::walk`]): it keeps the segment of the last tick asked and where it ends, so a
+/// walk over many ticks (a record's frames) finds each segment once instead of searching for it
+/// at every tick.
 pub struct Walk<'a> {
     line: &'a Timeline,
     seg: usize,
@@ -146,16 +147,6 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Body `j`'s state at tick `t` (at or after the last tick asked, at most the LVT).
-    #[inline]
-    pub fn state(&mut self, rules: &Rules, t: Tick, j: usize) -> BodyState {
-        self.seek(t);
-        debug_assert!(self.cur.from <= t, "tick {t} before the walk");
-        self.cur.state(self.line.bodies, rules, t, j)
-    }
-}
-
-impl Walk<'_> {
     /// Moves on to the segment holding tick `t` (at or after the last tick asked).
     #[inline]
     fn seek(&mut self, t: Tick) {
@@ -171,6 +162,7 @@ impl Walk<'_> {
     #[inline]
     pub fn piece(&mut self, rules: &Rules, t: Tick, j: usize) -> Piece {
         self.seek(t);
+        debug_assert!(self.cur.from <= t, "tick {t} before the walk");
         match &self.cur.data {
             Data::Span(s) if s.paths[j].0.glide.is_none() => {
                 let a = &s.paths[j].0;
@@ -280,7 +272,8 @@ impl Timeline {
         s.state(self.bodies, rules, t, j)
     }
 
-    /// A walk over the states of ticks from `t` on, asked in ascending order (see [`Walk`]).
+    /// A walk over the frame pieces of ticks from `t` on, asked in ascending order (see
+    /// [`Walk`]).
     pub fn walk(&self, t: Tick) -> Walk<'_> {
         let seg = self.segs.partition_point(|s| s.from <= t).saturating_sub(1);
         Walk::at(self, seg)
