@@ -448,6 +448,8 @@ impl AnchorCell {
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     next: u64,
+    /// The key of position `next`'s cell as last read (refreshed at each fill).
+    key: u64,
     tick: Tick,
     state: BodyState,
 }
@@ -565,6 +567,7 @@ impl GvtBuffer {
                 cursors: vec![
                     Cursor {
                         next: 0,
+                        key: 0,
                         tick: 0,
                         state: words_state([0; STATE_WORDS]),
                     };
@@ -1004,20 +1007,33 @@ impl GvtBuffer {
         rows: &mut [&mut [BodyState]],
         cursors: &mut [Cursor],
     ) {
+        // Each cursor's next key, read once for the whole fill: the positions these frames
+        // fly from were written before the section that committed them, and any other key
+        // read during the fill is of a position that starts past them (see "Reading"), so a
+        // key read now and one read at each frame move the cursor alike.
+        if ticks.is_empty() {
+            return;
+        }
+        for (i, c) in cursors.iter_mut().enumerate() {
+            c.key = self
+                .cell(first + i as BodyId, c.next)
+                .key
+                .load(Ordering::Acquire);
+        }
         for (&t, row) in ticks.iter().zip(rows.iter_mut()) {
             let frame = t / self.frame_ticks;
             for ((i, s), c) in row.iter_mut().enumerate().zip(cursors.iter_mut()) {
-                let b = first + i as BodyId;
-                loop {
-                    let cell = self.cell(b, c.next);
-                    let k = cell.key.load(Ordering::Acquire);
-                    if !holds(k, c.next) || !by(k, frame) {
-                        break;
-                    }
-                    (c.tick, c.state) = cell.anchor();
+                while holds(c.key, c.next) && by(c.key, frame) {
+                    let b = first + i as BodyId;
+                    (c.tick, c.state) = self.cell(b, c.next).anchor();
                     c.next += 1;
+                    c.key = self.cell(b, c.next).key.load(Ordering::Acquire);
                 }
-                debug_assert!(c.next > 0, "body {b} has no anchor at frame tick {t}");
+                debug_assert!(
+                    c.next > 0,
+                    "body {} has no anchor at frame tick {t}",
+                    first + i as BodyId
+                );
                 *s = self.flight.after(&c.state, t - c.tick);
             }
         }
