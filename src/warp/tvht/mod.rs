@@ -121,13 +121,14 @@ pub struct TvhtConfig {
 
 impl TvhtConfig {
     /// The defaults for a scene: `span_ticks` = [`DEFAULT_SPAN_TICKS`]; `buckets` = the next
-    /// power of two of `4 * bodies * min(window, BUCKETS_WINDOW) / span_ticks`, between 2^10
-    /// and 2^20 (every body
-    /// keeps about `window / span_ticks` slices of entries, each in a few cells, so a bucket
-    /// holds the entries of about one (cell, slice): the STM clones buckets per attempt, so
-    /// the load factor is kept low); `cell_size` = twice `largest_side`, the largest side of
-    /// any dynamic body's box (1 m when that is not a positive finite number). A bucket costs
-    /// about 80 bytes when empty.
+    /// power of two of `bodies * min(window, BUCKETS_WINDOW) / span_ticks`, between 2^10 and
+    /// 2^20 (a body that keeps entries keeps about `window / span_ticks` slices of them, each
+    /// in a few cells, so a bucket holds the entries of one or two (cell, slice)s: the STM
+    /// clones buckets per attempt, so the load factor is kept low; a body in flight keeps none,
+    /// and four times as many buckets cost every scene more to build and sweep than they saved,
+    /// `docs/results.md`); `cell_size` = twice `largest_side`, the largest side of any dynamic
+    /// body's box (1 m when that is not a positive finite number). A bucket costs about 80
+    /// bytes when empty.
     pub fn for_scene(bodies: usize, largest_side: f32, window: u64) -> Self {
         Self::for_scene_with_span(bodies, largest_side, window, DEFAULT_SPAN_TICKS)
     }
@@ -141,7 +142,7 @@ impl TvhtConfig {
         span_ticks: u64,
     ) -> Self {
         let want = (bodies as u64)
-            .saturating_mul(4 * window.clamp(1, BUCKETS_WINDOW))
+            .saturating_mul(window.clamp(1, BUCKETS_WINDOW))
             .div_ceil(span_ticks.max(1))
             .clamp(1 << 10, 1 << 20) as usize;
         let cell_size = if largest_side.is_finite() && largest_side > 0.0 {

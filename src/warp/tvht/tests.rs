@@ -667,12 +667,12 @@ fn random_sleeps_and_wakes_keep_every_contact_exactly_once() {
 #[test]
 fn default_config_scales_with_bodies() {
     let c = TvhtConfig::for_scene(1000, 1.0, 256);
-    assert_eq!((c.buckets, c.cell_size, c.span_ticks), (1 << 14, 2.0, 64));
+    assert_eq!((c.buckets, c.cell_size, c.span_ticks), (1 << 12, 2.0, 64));
     assert_eq!(c.grid_offset, GRID_OFFSET);
     let c = TvhtConfig::for_scene_with_span(1000, 1.0, 256, 16);
-    assert_eq!((c.buckets, c.span_ticks), (1 << 16, 16));
+    assert_eq!((c.buckets, c.span_ticks), (1 << 14, 16));
     assert_eq!(TvhtConfig::for_scene(1, f32::NAN, 256).buckets, 1 << 10);
     // A window past BUCKETS_WINDOW sizes the table as that window; a shorter one for itself.
-    assert_eq!(TvhtConfig::for_scene(1000, 1.0, 1024).buckets, 1 << 14);
-    assert_eq!(TvhtConfig::for_scene(1000, 1.0, 64).buckets, 1 << 12);
+    assert_eq!(TvhtConfig::for_scene(1000, 1.0, 1024).buckets, 1 << 12);
+    assert_eq!(TvhtConfig::for_scene(4000, 1.0, 64).buckets, 1 << 12);
 }
