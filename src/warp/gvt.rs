@@ -1007,13 +1007,13 @@ impl GvtBuffer {
         rows: &mut [&mut [BodyState]],
         cursors: &mut [Cursor],
     ) {
+        if ticks.is_empty() {
+            return;
+        }
         // Each cursor's next key, read once for the whole fill: the positions these frames
         // fly from were written before the section that committed them, and any other key
         // read during the fill is of a position that starts past them (see "Reading"), so a
         // key read now and one read at each frame move the cursor alike.
-        if ticks.is_empty() {
-            return;
-        }
         for (i, c) in cursors.iter_mut().enumerate() {
             c.key = self
                 .cell(first + i as BodyId, c.next)

@@ -1370,7 +1370,7 @@ mod tests {
     /// every tick at which they touch is inside [`Rules::near_ticks`]'s window, which ends
     /// soon after their closest approach. Random pairs whose centres pass at `0.2` to `1.02`
     /// of their summed radii (most overlap there, a sixth graze), at a tick inside the
-    /// interval, at relative speeds from 1 cm/s to 30 m/s, spinning up to 50 rad/s, under
+    /// interval, at relative speeds from 5 mm/s to 45 m/s, spinning up to 50 rad/s, under
     /// gravity of any direction, near the origin or 75 km from it, or back near it after 20 s
     /// of fast flight: where the f32 arithmetic blurs the sign of the normal velocity most.
     #[test]
@@ -1411,9 +1411,10 @@ mod tests {
                 } else {
                     0.2 + 0.8 * u().abs()
                 };
-            let across = dv
-                .any_orthonormal_vector()
-                .rotate_towards(dv.any_orthogonal_vector(), u());
+            let across = Vec3::new(u(), u(), u())
+                .reject_from(dv)
+                .try_normalize()
+                .unwrap_or_else(|| dv.any_orthonormal_vector());
             let t_k = (k - 100) as f32 * rules.dt;
             let a_at_k = origin + Vec3::new(u(), u(), u());
             let a = Anchor {
@@ -1427,7 +1428,7 @@ mod tests {
                 glide: None,
             };
             let vb = va + dv;
-            let b_at_k = a_at_k + across.normalize() * gap;
+            let b_at_k = a_at_k + across * gap;
             let b = Anchor {
                 tick: 100,
                 state: BodyState {
