@@ -820,16 +820,11 @@ impl Rules {
         };
         let last = (to - from) as f64;
         let (lo, hi) = ((s1 / dt).floor() - 1.0, (s2 / dt).ceil() + 1.0);
-        let t_end = |m: Motion<'_>| match m {
-            Motion::Flying(an) => (to - an.tick) as f64 * dt,
-            Motion::Still(_) => 0.0,
-        };
-        let t_end = (t_end(ma), t_end(mb));
         if !(lo.is_finite() && hi.is_finite()) || hi < lo {
             return Some((from, to));
         }
         // Two spheres flying apart touch at no tick (see `separating_after`).
-        let hi = match self.separating_after((a, ma), (b, mb), (d0, d1), r, magnitude, t_end) {
+        let hi = match self.separating_after((a, ma), (b, mb), (d0, d1), r, magnitude, to) {
             Some(s) if s.is_finite() => hi.min((s / dt).ceil()),
             _ => hi,
         };
@@ -861,7 +856,7 @@ impl Rules {
         (d0, d1): (glam::DVec3, glam::DVec3),
         r: f64,
         magnitude: f64,
-        t_end: (f64, f64),
+        to: Tick,
     ) -> Option<f64> {
         use super::tvht::Motion;
         let (Shape::Sphere { radius: ra }, Shape::Sphere { radius: rb }) =
@@ -879,10 +874,11 @@ impl Rules {
         if ll.is_nan() || ll <= 0.0 {
             return None;
         }
-        let g = f64::from(self.gravity.length());
-        // Each body's speed over the flight to the interval's end, and its spin.
-        let speed = |an: &Anchor, t: f64| f64::from(an.state.velocity.length()) + g * t;
-        let (va, vb) = (speed(aa, t_end.0), speed(ab, t_end.1));
+        let (g, dt) = (f64::from(self.gravity.length()), f64::from(self.dt));
+        // Each body's speed over its flight to the interval's end (tick `to`), and its spin.
+        let speed =
+            |an: &Anchor| f64::from(an.state.velocity.length()) + g * ((to - an.tick) as f64 * dt);
+        let (va, vb) = (speed(aa), speed(ab));
         let spin = f64::from(aa.state.angular_velocity.length())
             + f64::from(ab.state.angular_velocity.length());
         let rr = f64::from(ra + rb);
