@@ -1413,28 +1413,19 @@ mod tests {
                 .unwrap_or_else(|| dv.any_orthonormal_vector());
             let t_k = (k - 100) as f32 * rules.dt;
             let a_at_k = origin + Vec3::new(u(), u(), u());
-            let a = Anchor {
+            // A sphere flying from tick 100 at `v`, spinning, to be at `at_k` at tick `k`.
+            let mut flying = |at_k: Vec3, v: Vec3| Anchor {
                 tick: 100,
                 state: BodyState {
-                    position: a_at_k - va * t_k - g * (0.5 * t_k * t_k),
+                    position: at_k - v * t_k - g * (0.5 * t_k * t_k),
                     rotation: Quat::from_scaled_axis(spin(&mut u) * 0.1).normalize(),
-                    velocity: va,
+                    velocity: v,
                     angular_velocity: spin(&mut u),
                 },
                 glide: None,
             };
-            let vb = va + dv;
-            let b_at_k = a_at_k + across * gap;
-            let b = Anchor {
-                tick: 100,
-                state: BodyState {
-                    position: b_at_k - vb * t_k - g * (0.5 * t_k * t_k),
-                    rotation: Quat::from_scaled_axis(spin(&mut u) * 0.1).normalize(),
-                    velocity: vb,
-                    angular_velocity: spin(&mut u),
-                },
-                glide: None,
-            };
+            let a = flying(a_at_k, va);
+            let b = flying(a_at_k + across * gap, va + dv);
             let window =
                 rules.near_ticks((0, Motion::Flying(&a)), (1, Motion::Flying(&b)), from, to);
             let ticks = touch_ticks(&rules, (&a, &b, false), from, to);
