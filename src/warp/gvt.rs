@@ -448,10 +448,20 @@ impl AnchorCell {
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     next: u64,
-    /// The key of position `next`'s cell as last read (refreshed at each fill).
-    key: u64,
+    /// The key of position `next`'s cell as last read (refreshed at each fill), if it holds
+    /// that position's tag: the position to move on to at its first frame.
+    due: Option<u64>,
     tick: Tick,
     state: BodyState,
+}
+
+impl Cursor {
+    /// Reads the key of `cell`, position `next`'s (acquire: see "Reading").
+    #[inline]
+    fn read_key(&mut self, cell: &AnchorCell) {
+        let k = cell.key.load(Ordering::Acquire);
+        self.due = holds(k, self.next).then_some(k);
+    }
 }
 
 /// Committed frames waiting for the consumer, and the frames it gave back to be filled again.
@@ -567,7 +577,7 @@ impl GvtBuffer {
                 cursors: vec![
                     Cursor {
                         next: 0,
-                        key: 0,
+                        due: None,
                         tick: 0,
                         state: words_state([0; STATE_WORDS]),
                     };
@@ -1015,19 +1025,16 @@ impl GvtBuffer {
         // read during the fill is of a position that starts past them (see "Reading"), so a
         // key read now and one read at each frame move the cursor alike.
         for (i, c) in cursors.iter_mut().enumerate() {
-            c.key = self
-                .cell(first + i as BodyId, c.next)
-                .key
-                .load(Ordering::Acquire);
+            c.read_key(self.cell(first + i as BodyId, c.next));
         }
         for (&t, row) in ticks.iter().zip(rows.iter_mut()) {
             let frame = t / self.frame_ticks;
             for ((i, s), c) in row.iter_mut().enumerate().zip(cursors.iter_mut()) {
-                while holds(c.key, c.next) && by(c.key, frame) {
+                while c.due.is_some_and(|k| by(k, frame)) {
                     let b = first + i as BodyId;
                     (c.tick, c.state) = self.cell(b, c.next).anchor();
                     c.next += 1;
-                    c.key = self.cell(b, c.next).key.load(Ordering::Acquire);
+                    c.read_key(self.cell(b, c.next));
                 }
                 debug_assert!(
                     c.next > 0,

@@ -69,7 +69,7 @@
 
 use super::Tick;
 use super::group_rules::Move;
-use crate::dynamics::{BodyState, FreeFlight, MassProps, resolve, rolling_impulse};
+use crate::dynamics::{BodyState, FreeFlight, MassProps, resolve, rolling_impulse, ticks_f32};
 use crate::geometry::{Aabb, Manifold, Motion, Pose, collide, impact, lowest_along, shape_aabb};
 use crate::scene::{Scene, Shape, mix_friction, mix_restitution, mix_rolling_resistance};
 use glam::{Mat3, Vec3};
@@ -653,8 +653,8 @@ impl Rules {
         }
         let (x, v, g) = (a.state.position, a.state.velocity, self.gravity);
         let (t0, t1) = (
-            (from - a.tick) as f32 * self.dt,
-            (to - a.tick) as f32 * self.dt,
+            ticks_f32(from - a.tick) * self.dt,
+            ticks_f32(to - a.tick) * self.dt,
         );
         let at = |t: f32| x + v * t + g * (0.5 * t * t);
         let (p0, p1) = (at(t0), at(t1));
