@@ -11,4 +11,6 @@ $P --scenes parallel=500,parallel=2000,bouncing=500,bouncing=2000 --seconds 10 -
 $P --scenes cylinders=500,pyramids=10010,avalanche=300 --seconds 10 --warp-seconds 10 --engines frame,warp --threads 1,2 --rounds 3 > $D/peer-60-groups-stm.md 2> $D/peer-60-groups-stm.log
 $P --scenes cylinders=2000 --seconds 10 --warp-seconds 2 --engines frame,warp --threads 1,2 --rounds 3 > $D/peer-60-cylinders2000-stm.md 2> $D/peer-60-cylinders2000-stm.log
 $P --scenes pyramids=10010 --seconds 2 --warp-seconds 2 --engines frame,warp --threads 1,2 --rounds 3 --sleep off > $D/peer-60-pyramids-sleep-off-stm.md 2> $D/peer-60-pyramids-sleep-off-stm.log
+# Run again after the others (and after .ci/run), for the spread of the STM figures:
+$P --scenes parallel=500,parallel=2000,bouncing=500,bouncing=2000 --seconds 10 --warp-seconds 10 --engines frame,warp --threads 1,2 --rounds 5 > $D/peer-60-stm-again.md 2> $D/peer-60-stm-again.log
 echo done > /tmp/peer.done
