@@ -104,6 +104,7 @@ fn bench_warp(c: &mut Criterion) {
         max_span: None,
         sleep: true,
         group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+        anchor_cells: None,
     };
     for (name, n) in WARP_SIZES {
         let scene = builtin(name, Some(n)).unwrap();

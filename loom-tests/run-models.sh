@@ -101,6 +101,8 @@ controls=(
     "engine|gvt_commit_no_retry|engine_gvt|gvt_span_commits_stm|GVT LEFT COMPLETE TICKS UNCOMMITTED"
     "engine|gvt_pop_keeps_key|engine_gvt|gvt_pieces_locks|GVT COMMITTED A POPPED PIECE"
     "engine|gvt_pop_keeps_key|engine_gvt|gvt_pieces_stm|GVT COMMITTED A POPPED PIECE"
+    "engine|gvt_ring_unchecked|engine_gvt|gvt_ring_reuse_locks|GVT COMMITTED A FRAME FROM A REUSED CELL"
+    "engine|gvt_ring_unchecked|engine_gvt|gvt_ring_reuse_stm|GVT COMMITTED A FRAME FROM A REUSED CELL"
     "engine|record_before_ack|engine_rollback|rollback_two_entities_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "engine|record_before_ack|engine_rollback|rollback_two_entities_stm|COMMITTED FRAME DIFFERS FROM THE REFERENCE"
     "engine|record_before_ack|engine_rollback|rollback_two_entities_window_four_locks|COMMITTED FRAME DIFFERS FROM THE REFERENCE"

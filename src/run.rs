@@ -500,6 +500,7 @@ fn run_warp_scene(
         max_span: options.max_span,
         sleep: options.sleep,
         group_substep: config_substep,
+        anchor_cells: None,
     };
     // The engine's state at the last committed frame, for the final checkpoint (known only at
     // the frames the engine hands out islands for: with contact groups the groups, without

@@ -234,6 +234,7 @@ fn simulate(
         max_span: None,
         sleep: true,
         group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+        anchor_cells: None,
     };
     warp_equals(&scene, config(false), end, &want)?;
 
@@ -363,6 +364,7 @@ fn the_last_committed_frame_is_never_lost() {
                     max_span: None,
                     sleep: true,
                     group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+                    anchor_cells: None,
                 };
                 let mut got = Vec::new();
                 run_warp(&scene, config, frames, &mut |t, _| {

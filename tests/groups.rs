@@ -413,6 +413,7 @@ friction = 0.0
         max_span: None,
         sleep: true,
         group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+        anchor_cells: None,
     };
     let (got, _) = frames::warp_frames(&scene, config, end);
     assert!(

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use timewarp::dynamics::BodyState;
 use timewarp::scene::SplitMix64;
 use timewarp::sync::Backend;
-use timewarp::warp::{BodyId, GvtBuffer, GvtConfig, GvtError, Piece, Tick};
+use timewarp::warp::{BodyId, GvtBuffer, GvtConfig, GvtError, MAX_POSITIONS, Piece, Tick};
 
 fn state(body: BodyId, tick: Tick, version: u32) -> BodyState {
     BodyState {
@@ -51,41 +51,66 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
             assert!(waiting.elapsed().as_secs() < 30, "GVT stuck at {}", g.gvt());
             std::thread::yield_now();
         }
+        // Whether the tick was recorded: a ring of few cells takes none while the commit
+        // still needs the cell its piece would take.
         let record = |t: Tick, last: &mut BTreeMap<Tick, u32>| {
             let states: Vec<(BodyId, BodyState)> =
                 bodies.iter().map(|&b| (b, state(b, t, version))).collect();
-            assert_eq!(
-                g.record(t, &states),
-                Ok(()),
-                "tick {t} committed without us"
-            );
-            last.insert(t, version);
+            match g.record(t, &states) {
+                Ok(e) if e == t + 1 => {
+                    last.insert(t, version);
+                    true
+                }
+                Ok(e) => {
+                    assert_eq!(e, t, "a record of one tick took part of it");
+                    false
+                }
+                Err(e) => panic!("tick {t} committed without us: {e}"),
+            }
         };
         let ub = g.lvt_upper_bound();
-        if lvt + 1 < end && lvt < ub && rng.next_u64() % 8 == 0 {
+        let word = g.gvt();
+        let took = if lvt + 1 < end && lvt < ub && rng.next_u64() % 8 == 0 {
             // Out of order: tick lvt + 1 first is refused, and changes nothing.
             let early = [(bodies[0], state(bodies[0], lvt + 1, version + 1000))];
             assert!(
                 matches!(g.record(lvt + 1, &early), Err(GvtError::OutOfOrder { .. })),
                 "a record out of order was not refused"
             );
-            record(lvt, &mut last);
+            record(lvt, &mut last)
         } else if lvt + 1 < end && lvt < ub && rng.next_u64() % 4 == 0 {
-            // A span: several ticks in one record.
+            // A span: several ticks in one record (or the ticks before the first piece that
+            // the ring has no room for yet).
             let upto = (lvt + 1 + rng.next_u64() % 6).min(end - 1).min(ub);
             let n = (upto + 1 - lvt) as usize;
             let v = version;
-            assert_eq!(
-                g.record_span(lvt, n, bodies, |t, j| Piece::at(t, state(bodies[j], t, v))),
-                Ok(()),
-                "ticks {lvt}..={upto} committed without us"
+            let e = g
+                .record_span(lvt, n, bodies, |t, j| Piece::at(t, state(bodies[j], t, v)))
+                .unwrap_or_else(|e| panic!("ticks {lvt}..={upto} committed without us: {e}"));
+            assert!(
+                lvt <= e && e <= upto + 1,
+                "recorded {lvt}..{e} of {lvt}..={upto}"
             );
-            for t in lvt..=upto {
+            for t in lvt..e {
                 last.insert(t, version);
             }
-            lvt = upto;
+            let took = e > lvt;
+            if took {
+                lvt = e - 1;
+            }
+            took
         } else {
-            record(lvt, &mut last);
+            record(lvt, &mut last)
+        };
+        if !took {
+            // The GVT word read before the record must rise (the ticks it waits for are ours,
+            // recorded: the GVT reaches them without us).
+            let waiting = std::time::Instant::now();
+            while g.gvt() <= word {
+                assert!(waiting.elapsed().as_secs() < 30, "GVT stuck at {}", g.gvt());
+                std::thread::yield_now();
+            }
+            continue;
         }
         if rng.next_u64() % 8 == 0 {
             rollbacks += 1;
@@ -123,8 +148,26 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
 /// `threads` entities over `bodies` bodies in chunks of `chunk`, recording and rolling back
 /// until tick `end` while a consumer drains.
 fn run(backend: Backend, threads: usize, bodies: usize, chunk: usize, frame_ticks: u64, end: Tick) {
+    run_with(
+        backend,
+        (threads, bodies, chunk),
+        frame_ticks,
+        end,
+        MAX_POSITIONS,
+    );
+}
+
+/// [`run`] with at most `positions` anchor cells per body.
+fn run_with(
+    backend: Backend,
+    (threads, bodies, chunk): (usize, usize, usize),
+    frame_ticks: u64,
+    end: Tick,
+    positions: usize,
+) {
     let config = GvtConfig {
         chunk,
+        positions,
         ..GvtConfig::new(bodies, frame_ticks, 8)
     };
     let g = Arc::new(GvtBuffer::new(backend, config).unwrap());
@@ -214,6 +257,54 @@ fn small_chunks_count_every_tick_16_threads() {
     }
 }
 
+/// A ring of two and of three anchor cells per body (the window needs 12 and 7): a record whose piece
+/// would take the cell of a position the commit still needs records only the ticks before it,
+/// and its entity waits for the GVT word; every tick still commits once, in order, each frame
+/// from its body's last record of it. (With two cells a body records at most about a frame
+/// ahead of the word.)
+#[test]
+fn a_ring_of_few_cells_makes_records_wait_16_threads() {
+    for &b in Backend::COMPILED {
+        run_with(b, (16, 130, 16), 1, 300, 2);
+        run_with(b, (16, 130, 64), 2, 300, 3);
+    }
+}
+
+/// The ring's refusal, one step at a time: three cells per body, a frame every tick. Body 1
+/// records ticks 0..6 as a piece per tick while body 0 has recorded nothing: positions 0 to 2
+/// take free cells, position 3 (tick 3) would take position 0's, whose frame is not committed,
+/// so the record takes ticks 0..3. Once body 0 has recorded ticks 0 and 1, frames 0 and 1 are
+/// copied out: positions 3 and 4 fit, position 5 (whose cell holds position 2, frame 2) does
+/// not yet. Every frame ends with body 1's piece of its tick.
+#[test]
+fn a_record_stops_at_the_piece_whose_cell_is_still_needed() {
+    for &backend in Backend::COMPILED {
+        let config = GvtConfig {
+            positions: 3,
+            ..GvtConfig::new(2, 1, 8)
+        };
+        let g = GvtBuffer::new(backend, config).unwrap();
+        let piece = |t: Tick, _: usize| Piece::at(t, state(1, t, 0));
+        assert_eq!(g.record_span(0, 6, &[1], piece), Ok(3));
+        for t in 0..2 {
+            assert_eq!(g.record(t, &[(0, state(0, t, 0))]), Ok(t + 1));
+        }
+        assert_eq!(g.gvt(), 2);
+        assert_eq!(g.record_span(3, 3, &[1], piece), Ok(5));
+        assert_eq!(g.record(2, &[(0, state(0, 2, 0))]), Ok(3));
+        assert_eq!(g.record_span(5, 1, &[1], piece), Ok(6));
+        for t in 3..6 {
+            assert_eq!(g.record(t, &[(0, state(0, t, 0))]), Ok(t + 1));
+        }
+        let frames = g.drain_committed();
+        assert_eq!(frames.len(), 6);
+        for (t, states) in frames {
+            assert_eq!(states, vec![state(0, t, 0), state(1, t, 0)], "frame {t}");
+        }
+        g.validate().unwrap();
+    }
+}
+
 /// Issue 5, item 6: the buffer counts bodies, not entities, so fusion and fission never change
 /// a tick's target. Body 0 and body 1 record alone until tick 20, then as one fused group; the
 /// group {2, 3, 4, 5} records as one until tick 15, then as two halves. Each thread also rolls
@@ -250,7 +341,7 @@ fn regrouped_bodies_count_the_same() {
                         for group in grouping(t) {
                             let states: Vec<(BodyId, BodyState)> =
                                 group.iter().map(|&b| (b, state(b, t, v))).collect();
-                            assert_eq!(g.record(t, &states), Ok(()), "tick {t} committed early");
+                            assert_eq!(g.record(t, &states), Ok(t + 1), "tick {t} committed early");
                         }
                     };
                     let mut t = 0;

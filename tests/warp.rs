@@ -36,6 +36,7 @@ fn check(name: &str, n: usize, ticks: u64, expect_collisions: bool) {
                     max_span: None,
                     sleep: true,
                     group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+                    anchor_cells: None,
                 };
                 let (got, stats) = warp_frames(&scene, config, ticks);
                 let got = bits(&got);
@@ -102,6 +103,7 @@ fn many_threads_on_few_cores_still_equal_the_reference() {
             max_span: None,
             sleep: true,
             group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+            anchor_cells: None,
         };
         let (got, stats) = warp_frames(&scene, config, 480);
         assert_eq!(bits(&got), want, "{config:?} {stats:?}");
@@ -122,6 +124,7 @@ fn sink_errors_stop_the_run() {
         max_span: None,
         sleep: true,
         group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+        anchor_cells: None,
     };
     let mut n = 0;
     let r = run_warp(&scene, config, 960, &mut |_, _| {
@@ -180,6 +183,7 @@ fn head_on_collision_swaps_velocities() {
             max_span: None,
             sleep: true,
             group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+            anchor_cells: None,
         };
         let (got, stats) = warp_frames(&scene, config, 960);
         assert_eq!(bits(&got), bits(&want));
@@ -321,6 +325,7 @@ fn the_parallelism_estimate_holds_with_many_workers() {
             max_span: None,
             sleep: true,
             group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+            anchor_cells: None,
         };
         let (want, _) = warp_frames(&scene, plain, ticks);
         let want = bits(&want);

@@ -86,6 +86,7 @@ fn check_scene_with(
                 max_span: None,
                 sleep,
                 group_substep: substep,
+                anchor_cells: None,
             };
             let (got, stats) = warp_frames(scene, config, end);
             let got = bits(&got);
@@ -307,6 +308,8 @@ fn chaos_runs(
                 max_span: Some([0, 5, 64, u64::MAX][seed as usize / 4 % 4]),
                 sleep: true,
                 group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+                // Nor the GVT buffer's anchor cells per body (few: records wait for the word).
+                anchor_cells: Some([2, 4, 32][seed as usize / 2 % 3]),
             };
             let (got, stats) = warp_frames(scene, config, end);
             assert!(
@@ -428,6 +431,7 @@ fn determinism_pyramids_1100_and_avalanche_300() {
                         max_span: None,
                         sleep: true,
                         group_substep: timewarp::warp::group_rules::GROUP_SUBSTEP,
+                        anchor_cells: None,
                     };
                     let t = std::time::Instant::now();
                     let got = checksum(&scene, config, end);

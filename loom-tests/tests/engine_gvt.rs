@@ -50,6 +50,12 @@
 //! its cell, and the commit takes it for the live piece its position holds next (`GVT
 //! COMMITTED A POPPED PIECE`).
 //!
+//! A fourth model checks the reuse of anchor cells (the buffer's "Reuse") with a ring of two
+//! cells per body: B's third piece takes the cell of its first, whose frame the commit still
+//! needs until A's record lets it commit; B's record must take nothing until then. Its negative
+//! control, `TIMEWARP_BROKEN=gvt_ring_unchecked`, reuses the cell without asking (`GVT
+//! COMMITTED A FRAME FROM A REUSED CELL`).
+//!
 //! Each assertion has a message of its own, so that a control shows which it broke;
 //! `run-models.sh` names which one each control must fail with.
 //!
@@ -65,7 +71,7 @@ use loom::thread;
 use std::sync::Arc;
 use timewarp::dynamics::{BodyState, FreeFlight};
 use timewarp::sync::Backend;
-use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, Piece, Tick};
+use timewarp::warp::{GvtBuffer, GvtConfig, GvtError, MAX_POSITIONS, Piece, Tick};
 use timewarp_loom_tests::Outcomes;
 
 /// LOOM_MAX_PREEMPTIONS of the lock-backend model (exhaustive: no execution preempts more).
@@ -93,10 +99,20 @@ fn st(body: u32, tick: Tick, rolled_back: bool) -> BodyState {
     }
 }
 
-fn ok(who: &str, r: Result<(), GvtError>) {
-    if let Err(e) = r {
-        panic!("GVT BUFFER REFUSED A RECORD THAT MUST SUCCEED: {who}: {e}");
+fn ok<T>(who: &str, r: Result<T, GvtError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("GVT BUFFER REFUSED A RECORD THAT MUST SUCCEED: {who}: {e}"),
     }
+}
+
+/// A record that must take every one of its ticks, up to `end`.
+fn took(who: &str, r: Result<Tick, GvtError>, end: Tick) {
+    let e = ok(who, r);
+    assert!(
+        e == end,
+        "GVT BUFFER TOOK PART OF A RECORD THAT MUST SUCCEED: {who}: up to {e}, not {end}"
+    );
 }
 
 fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: usize) {
@@ -114,16 +130,17 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
             slack: 1,
             chunk,
             copiers: 1,
+            positions: MAX_POSITIONS,
             flight: STILL,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
         let gb = g.clone();
         let b = thread::spawn(move || {
-            [
+            (
                 gb.record(0, &[(1, st(1, 0, false))]),
                 gb.record(1, &[(1, st(1, 1, true))]),
                 gb.unrecord(1, &[1]),
-            ]
+            )
         });
         let ga = g.clone();
         let a = thread::spawn(move || {
@@ -134,16 +151,16 @@ fn model(name: &str, backend: Backend, preemptions: usize, window: u64, chunk: u
             (r, ga.gvt(), ga.drain_committed())
         });
         let ([a0, a1], gvt_mid, mut frames) = a.join().unwrap();
-        let [r0, r1x, u1] = b.join().unwrap();
-        ok("A's record of tick 0", a0);
-        ok("A's record of tick 1", a1);
+        let (r0, r1x, u1) = b.join().unwrap();
+        took("A's record of tick 0", a0, 1);
+        took("A's record of tick 1", a1, 2);
         let r1 = g.record(1, &[(1, st(1, 1, false))]);
-        ok("B's record of tick 0", r0);
-        ok("B's first record of tick 1", r1x);
+        took("B's record of tick 0", r0, 1);
+        took("B's first record of tick 1", r1x, 2);
         // Either B's rollback came before tick 1's commit (both succeed), or after it (both
         // are refused, and the commit holds the rolled-back state).
         let rolled_back = match (u1, r1) {
-            (Ok(()), Ok(())) => false,
+            (Ok(()), Ok(2)) => false,
             (Err(GvtError::Committed { tick: 1 }), Err(GvtError::Committed { tick: 1 })) => true,
             // The rollback took B's record away, and tick 1 was committed before B recorded
             // it again.
@@ -243,6 +260,7 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             slack: 1,
             chunk: 1,
             copiers: 1,
+            positions: MAX_POSITIONS,
             flight: STILL,
         };
         let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
@@ -258,9 +276,9 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
             thread::spawn(move || gb.record_span(0, 2, &[1], |t, _| Piece::at(t, st(1, t, false))));
         let [a0, a1] = a.join().unwrap();
         let b01 = b.join().unwrap();
-        ok("A's record of tick 0", a0);
-        ok("A's record of tick 1", a1);
-        ok("B's span of ticks 0 and 1", b01);
+        took("A's record of tick 0", a0, 1);
+        took("A's record of tick 1", a1, 2);
+        took("B's span of ticks 0 and 1", b01, 2);
         let gvt = g.gvt();
         assert!(
             gvt == 2,
@@ -272,6 +290,21 @@ fn span_model(name: &str, backend: Backend, preemptions: usize) {
         ];
         frames_are(&g, &g.drain_committed(), &want);
     });
+}
+
+/// After the threads: A records ticks 1 and 2, which commits them; every frame handed out.
+fn a_finishes(g: &GvtBuffer) -> Vec<(Tick, Vec<BodyState>)> {
+    took(
+        "A's record of tick 1",
+        g.record(1, &[(0, st(0, 1, false))]),
+        2,
+    );
+    took(
+        "A's record of tick 2",
+        g.record(2, &[(0, st(0, 2, false))]),
+        3,
+    );
+    g.drain_committed()
 }
 
 /// The frames handed out are `want`, and the buffer is valid at rest.
@@ -327,6 +360,7 @@ fn pieces_model(name: &str, backend: Backend, preemptions: usize) {
             slack: 1,
             chunk: 64,
             copiers: 1,
+            positions: MAX_POSITIONS,
             flight: FreeFlight {
                 gravity: Vec3::ZERO,
                 dt: 1.0,
@@ -337,7 +371,7 @@ fn pieces_model(name: &str, backend: Backend, preemptions: usize) {
         let a = thread::spawn(move || ga.record(0, &[(0, st(0, 0, false))]));
         let gb = g.clone();
         let b = thread::spawn(move || {
-            [
+            (
                 gb.record(0, &[(1, moving(0.0, 1.0))]),
                 gb.record_span(1, 2, &[1], |t, _| Piece::at(t, moving(9.0, 9.0))),
                 gb.unrecord_ticks(1..3, &[1]),
@@ -346,15 +380,15 @@ fn pieces_model(name: &str, backend: Backend, preemptions: usize) {
                     state: moving(0.0, 2.0),
                     last: 2,
                 }),
-            ]
+            )
         });
-        ok("A's record of tick 0", a.join().unwrap());
-        for (i, r) in b.join().unwrap().into_iter().enumerate() {
-            ok(&format!("B's step {i}"), r);
-        }
-        ok("A's record of tick 1", g.record(1, &[(0, st(0, 1, false))]));
-        ok("A's record of tick 2", g.record(2, &[(0, st(0, 2, false))]));
-        let frames = g.drain_committed();
+        took("A's record of tick 0", a.join().unwrap(), 1);
+        let (b0, b12, u12, b12again) = b.join().unwrap();
+        took("B's record of tick 0", b0, 1);
+        took("B's first record of ticks 1 and 2", b12, 3);
+        ok("B's rollback of ticks 1 and 2", u12);
+        took("B's second record of ticks 1 and 2", b12again, 3);
+        let frames = a_finishes(&g);
         let b_at = |t: usize| frames.get(t).map(|f| f.1[1]);
         assert!(
             b_at(1) == Some(moving(2.0, 2.0)),
@@ -384,4 +418,72 @@ fn gvt_pieces_locks() {
 #[test]
 fn gvt_pieces_stm() {
     pieces_model("gvt_pieces_stm", Backend::Stm, STM_PREEMPTIONS);
+}
+
+/// A ring of two anchor cells per body (the buffer's "Reuse"): B records ticks 0, 1 and 2 one at
+/// a time, one piece (position) each, while A records tick 0. Position 2 takes the cell of
+/// position 0, whose frame (tick 0) the commit needs until it is copied out, which needs A's
+/// record: B's record of tick 2 must take nothing until then, and B tries again each time
+/// (as an entity waits for the GVT word). After the threads end, A records ticks 1 and 2. Every
+/// interleaving must hand out B's frames from its pieces. Its negative control,
+/// `TIMEWARP_BROKEN=gvt_ring_unchecked`, reuses the cell without asking: loom must find B's
+/// record of tick 2 before tick 0's commit, which then finds no piece of B's for frame 0 (`GVT
+/// COMMITTED A FRAME FROM A REUSED CELL`).
+fn ring_model(name: &str, backend: Backend, preemptions: usize) {
+    timewarp_loom_tests::model_bounded(name, preemptions, move || {
+        let config = GvtConfig {
+            bodies: 2,
+            start_tick: 0,
+            frame_ticks: 1,
+            window: 3,
+            slack: 1,
+            chunk: 64,
+            copiers: 1,
+            positions: 2,
+            flight: STILL,
+        };
+        let g = Arc::new(GvtBuffer::new(backend, config).expect("valid GVT configuration"));
+        let ga = g.clone();
+        let a = thread::spawn(move || ga.record(0, &[(0, st(0, 0, false))]));
+        let gb = g.clone();
+        let b = thread::spawn(move || {
+            let r0 = gb.record(0, &[(1, st(1, 0, false))]);
+            let r1 = gb.record(1, &[(1, st(1, 1, false))]);
+            let r2 = loop {
+                match gb.record(2, &[(1, st(1, 2, false))]) {
+                    Ok(2) => thread::yield_now(),
+                    other => break other,
+                }
+            };
+            (r0, r1, r2)
+        });
+        took("A's record of tick 0", a.join().unwrap(), 1);
+        let (r0, r1, r2) = b.join().unwrap();
+        took("B's record of tick 0", r0, 1);
+        took("B's record of tick 1", r1, 2);
+        took("B's record of tick 2", r2, 3);
+        let frames = a_finishes(&g);
+        let b_at = |t: usize| frames.get(t).map(|f| f.1[1]);
+        assert!(
+            b_at(0) == Some(st(1, 0, false)),
+            "GVT COMMITTED A FRAME FROM A REUSED CELL: B at tick 0: {:?}",
+            b_at(0)
+        );
+        let want = [
+            (0, vec![st(0, 0, false), st(1, 0, false)]),
+            (1, vec![st(0, 1, false), st(1, 1, false)]),
+            (2, vec![st(0, 2, false), st(1, 2, false)]),
+        ];
+        frames_are(&g, &frames, &want);
+    });
+}
+
+#[test]
+fn gvt_ring_reuse_locks() {
+    ring_model("gvt_ring_reuse_locks", Backend::Locks, LOCKS_PREEMPTIONS);
+}
+
+#[test]
+fn gvt_ring_reuse_stm() {
+    ring_model("gvt_ring_reuse_stm", Backend::Stm, STM_PREEMPTIONS);
 }

@@ -355,6 +355,7 @@ fn model(name: &str, config: Config, backend: Backend, preemptions: usize) {
             slack: 1,
             chunk: 64,
             copiers: 1,
+            positions: timewarp::warp::MAX_POSITIONS,
             flight: timewarp::dynamics::FreeFlight {
                 gravity: glam::Vec3::ZERO,
                 dt: 0.0,

@@ -14,7 +14,7 @@
 //!
 //! - `parallel`: column A (ceil(N/2) spheres) at x = 1.5 i, y = 0, z = 0, velocity +2 x;
 //!   column B (floor(N/2)) at x = 1.5 i, z = 3, velocity -2 x. No static bodies. A window of
-//!   2048 ticks (`pyramids` 1024, the others DESIGN's 256): see `PARALLEL_WINDOW`.
+//!   4096 ticks (`pyramids` 1024, the others DESIGN's 256): see `PARALLEL_WINDOW`.
 //! - `cylinders`: sphere n at x = -5.4 + 1.2 (n mod 10), z = -5.4 + 1.2 ((n / 10) mod 10),
 //!   y = 8 + 1.2 (n / 100); cylinders rotated +90 degrees about x (local y onto world z) in the
 //!   order x = -6, -3, 0, 3, 6; then the ground plane.
@@ -205,11 +205,13 @@ fn ground(b: SceneBuilder) -> SceneBuilder {
 
 /// `parallel`'s window: nothing in it ever collides, so each body flies the whole window in one
 /// span, and a longer window means fewer spans, while the output's frame states cost the same
-/// per second and the ring that holds them grows with the window. Chosen by measurement
-/// (`docs/results.md`: "the GVT buffer by intervals", 1024 against 256; "2026-11-29, evening",
-/// 1024, 2048 and 4096: 2048 as fast as 4096 with half the ring). `bouncing` gained nothing
-/// from longer windows, so the others keep 256.
-const PARALLEL_WINDOW: u32 = 2048;
+/// per second. The GVT buffer keeps a few anchor cells per body whatever the window (its
+/// "Reuse"); what grows with it is the frames one commit copies out at once. Chosen by
+/// measurement (`docs/results.md`: "the GVT buffer by intervals", 1024 against 256; "2026-11-30,
+/// afternoon", 4096 against 2048: 13.6% fewer instructions at 2000 bodies, faster in every
+/// alternating bench pair at 500 and 2000, 0.86 GB more memory at 100,000 bodies and about 5%
+/// slower there). `bouncing` gained nothing from longer windows, so the others keep 256.
+const PARALLEL_WINDOW: u32 = 4096;
 
 /// `pyramids`' window: its piles fall asleep within a few seconds and then cost what their naps
 /// cost, and a sleeping group naps as far as the window (`warp::entity`, "Naps"), each nap its

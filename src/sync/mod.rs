@@ -55,11 +55,13 @@ pub use table::{Table, View};
 /// span trusts the marks of entries it planned with, and does not look at them again in its
 /// section), `sleep_ignores_marks` (the same for a nap's sleep records), `span_anchor_unheld`
 /// (a TVHT span's write settles its anchor's holds as if no bucket took it),
-/// `gvt_pop_keeps_key` (a GVT rollback pops a body's pieces without voiding their keys).
+/// `gvt_pop_keeps_key` (a GVT rollback pops a body's pieces without voiding their keys),
+/// `gvt_ring_unchecked` (a GVT record reuses a body's anchor cell without asking whether the
+/// commit still needs the position it held).
 /// One build serves every control; each run breaks exactly one thing.
 #[cfg(timewarp_broken)]
 pub(crate) fn broken(name: &str) -> bool {
-    const KNOWN: [&str; 15] = [
+    const KNOWN: [&str; 16] = [
         "unsorted_locks",
         "unguarded_tvht",
         "gvt_commit_min_outside",
@@ -75,6 +77,7 @@ pub(crate) fn broken(name: &str) -> bool {
         "sleep_ignores_marks",
         "span_anchor_unheld",
         "gvt_pop_keeps_key",
+        "gvt_ring_unchecked",
     ];
     assert!(KNOWN.contains(&name), "unknown broken variant {name}");
     match std::env::var("TIMEWARP_BROKEN") {

@@ -140,6 +140,10 @@ pub struct WarpConfig {
     /// `--group-substep`; rule 4 of [`super::group_rules`]). Committed frames depend on it; the
     /// grouped reference with the same substep is what they equal.
     pub group_substep: u64,
+    /// Anchor cells per body in the GVT buffer, at least 2 (its "Reuse"; `None`:
+    /// [`MAX_POSITIONS`](super::gvt::MAX_POSITIONS)). Fewer make entities wait for the GVT word
+    /// before they record pieces further ahead; frames are the same for any.
+    pub anchor_cells: Option<usize>,
 }
 
 impl Default for WarpConfig {
@@ -156,6 +160,7 @@ impl Default for WarpConfig {
             max_span: None,
             sleep: true,
             group_substep: super::group_rules::GROUP_SUBSTEP,
+            anchor_cells: None,
         }
     }
 }
@@ -1135,6 +1140,7 @@ pub fn run_warp_from_with(
         chunk: GvtConfig::chunk_for(threads, n),
         copiers: threads,
         flight: rules.free_flight(),
+        positions: config.anchor_cells.unwrap_or(super::gvt::MAX_POSITIONS),
         ..GvtConfig::new(n, frame_ticks, window)
     };
     let gvt = GvtBuffer::new(config.backend, gvt_config).map_err(|e| e.to_string())?;

@@ -588,7 +588,7 @@ impl Entity {
                 self.step(env, (ub, far), send)?;
             }
         }
-        self.record(env)?;
+        let refused = self.record(env)?;
         self.trim(gvt, lead);
         self.stats.lead_sum += self.lvt().saturating_sub(gvt);
         Ok(if self.ending.is_some() {
@@ -599,8 +599,12 @@ impl Entity {
             // Woken at once by any advance, an entity at `LVT_ub` took a turn per tick the
             // GVT moved and stepped that one tick: on bouncing 2000, 2.7 ticks a turn and more
             // than one section per body-tick. It sleeps until its lead is half its reach, and
-            // then steps that half in a few turns (only a matter of speed, like `reach`).
-            Turn::WaitGvt(self.lvt().saturating_sub(self.reach / 2).max(gvt + 1))
+            // then steps that half in a few turns (only a matter of speed, like `reach`); no
+            // later than the rise of the word its ticks wait for, if the ring refused them.
+            let half = self.lvt().saturating_sub(self.reach / 2).max(gvt + 1);
+            Turn::WaitGvt(refused.map_or(half, |r| r.min(half)))
+        } else if let Some(r) = refused {
+            Turn::WaitGvt(r)
         } else {
             Turn::WaitMessages
         })
@@ -1454,8 +1458,11 @@ impl Entity {
         }
     }
 
-    /// Records the ticks whose state is final as far as this entity knows.
-    fn record(&mut self, env: &Env<'_>) -> Result<(), String> {
+    /// Records the ticks whose state is final as far as this entity knows. Returns the tick
+    /// the GVT must reach before it can record the rest, if the GVT buffer's ring of anchor
+    /// cells took only part of them (its "Reuse": a tick past the word and at most the ticks
+    /// recorded, which the GVT reaches without this entity).
+    fn record(&mut self, env: &Env<'_>) -> Result<Option<Tick>, String> {
         let mut lim = self.lvt().min(env.end);
         // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
         // `TIMEWARP_BROKEN=record_before_ack` (a loom negative control, see `sync::broken`):
@@ -1472,12 +1479,12 @@ impl Entity {
         let pending = self.pending.first();
         if let Some((first, _, _)) = pending {
             if first.tick == 0 {
-                return Ok(());
+                return Ok(None);
             }
             lim = lim.min(first.tick - 1);
         }
         if self.recorded > lim {
-            return Ok(());
+            return Ok(None);
         }
         let first = self.recorded;
         // Logged before the record: the record may commit a tick, and the output takes the
@@ -1496,16 +1503,19 @@ impl Entity {
                 }),
             );
         }
-        let recorded = env
+        let word = env.gvt.gvt();
+        let end = env
             .gvt
             .record_span(first, (lim + 1 - first) as usize, &self.bodies, {
                 let mut walk = self.line.walk(first);
                 move |t, j| walk.piece(env.rules, t, j)
             })
-            .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id));
-        recorded?;
-        self.recorded = lim + 1;
-        Ok(())
+            .map_err(|e| format!("entity {} records ticks {first}..={lim}: {e}", self.id))?;
+        self.recorded = end;
+        // The ring refused a piece: the word read before the record (the buffer read it at
+        // or after that) must rise; the islands logged for the ticks not recorded are logged
+        // again, the same, when they are.
+        Ok((end <= lim).then_some(word + 1))
     }
 
     /// Gives back the room of the state queues beyond twice what the lead lets them hold. A

@@ -83,12 +83,20 @@
 //! A body's pieces are numbered in tick order, its **positions**: a stack, which a record
 //! pushes its pieces on and a rollback to tick `r` pops the pieces starting at or after `r` from
 //! (a piece that starts before `r` stays, its later frames taken back with the ticks). Position
-//! `p` lives in the body's ring of `K = frames + 1` **anchor cells**, at cell `p mod K`: its
-//! anchor, and a key word that holds the tag `p + 1` and the index of its first frame.
+//! `p` lives in the body's ring of `K` **anchor cells**, at cell `p mod K`: its anchor, and a
+//! key word that holds the tag `p + 1` and the index of its first frame.
 //! * *Reuse.* A record writes position `p` only when every frame of the live position `p - K`
-//!   is committed and copied out: live positions start at least a frame apart, and a record ends
-//!   within `ring = frames` frames of the GVT word (it is refused otherwise), so position
-//!   `p - K + 1` starts before the word.
+//!   is committed and copied out, that is when position `p - K + 1`, where those frames end,
+//!   starts at or before the first frame not copied out (the GVT word's, rounded up). The
+//!   record asks this of the key it left in that cell, before it writes a piece; where the
+//!   answer is no, it records only the ticks before the piece's frame tick (or none), and the
+//!   rest waits until the word rises past that position's frames. Those are ticks the bodies
+//!   have recorded, so the GVT reaches them without the waiting bodies: no wait closes a
+//!   cycle. A body keeps one position per piece, so a body in flight (a piece per span) needs
+//!   two or three; `K` is the fewer of [`MAX_POSITIONS`] and `frames + 1`, what a body stepped
+//!   tick by tick (a piece per frame) needs up to the window: a ring of the window's frames
+//!   per body was most of the engine's memory on long windows, and now only a body stepped
+//!   tick by tick more than `K - 1` frames ahead of the word waits.
 //! * *Reading.* The commit keeps a **cursor** per body: the position of the last frame it
 //!   computed and its anchor. For the next frame `f` it moves on to position `p + 1` while that
 //!   cell's key holds the tag `p + 1` and a first frame at or before `f`. A cell holding an
@@ -147,6 +155,14 @@ const MAX_CHUNK: usize = 64;
 /// [`MAX_CHUNK`] bodies: every commit names every chunk.
 const MAX_CHUNKS: usize = 128;
 
+/// Anchor cells per body at most (see "Reuse"): a body keeps one position per piece, so a
+/// body in flight, one piece per span, needs two or three live positions whatever the
+/// window; only a body recorded tick by tick (one piece per frame) more than 31 frames ahead
+/// of the GVT word waits for the word. A ring of every frame of a long window would be the
+/// engine's largest allocation (`parallel` 100,000 at window 4096: 322 cells of 72 bytes per
+/// body, 2.3 GB).
+pub const MAX_POSITIONS: usize = 32;
+
 /// The key of the clock slot (chunk `c`'s is `1 + c`).
 const CLOCK: usize = 0;
 
@@ -171,6 +187,10 @@ pub struct GvtConfig {
     /// Threads a commit may copy its frames out on (>= 1; see "Copying out"): the engine's
     /// workers, who wait for the copy when the GVT jumps.
     pub copiers: usize,
+    /// Anchor cells per body, at most (`K`, see "Reuse"; at least 2): fewer than the window can
+    /// need makes a record that would reuse a cell too soon record only the ticks before it.
+    /// [`GvtConfig::new`] sets [`MAX_POSITIONS`].
+    pub positions: usize,
     /// How a frame flies from its anchor (see "Frame states, from anchors"): the engine's
     /// rule 4. [`GvtConfig::new`] sets a still one (no gravity, ticks of no length), under which
     /// every frame of a piece holds its anchor's state.
@@ -188,6 +208,7 @@ impl GvtConfig {
             slack: (window / 4).max(1),
             chunk: MAX_CHUNK,
             copiers: 1,
+            positions: MAX_POSITIONS,
             flight: FreeFlight {
                 gravity: Vec3::ZERO,
                 dt: 0.0,
@@ -398,8 +419,8 @@ impl AnchorCell {
     }
 
     /// `n` empty cells. Outside loom, from zeroed memory that nothing writes before a record
-    /// does: the cells are most of the engine's memory at the start (`parallel` 100,000, window
-    /// 2048: 162 of 72 bytes per body, 1.2 GB), and writing their zeros on the calling thread
+    /// does: the cells are a large part of the engine's memory at the start (`parallel`
+    /// 100,000: 32 of 72 bytes per body, 230 MB), and writing their zeros on the calling thread
     /// touched every page before a worker started; zeroed, the pages come from the system
     /// untouched and each is first touched by the record that fills it, on its worker.
     fn empty(n: usize) -> Box<[AnchorCell]> {
@@ -493,7 +514,7 @@ pub struct GvtBuffer {
     ring: u64,
     /// How frames fly from their anchors.
     flight: FreeFlight,
-    /// Anchor cells per body (`K = frames + 1`, see "Frame states, from anchors").
+    /// Anchor cells per body (`K`, at most `frames + 1`, see "Reuse").
     per: usize,
     /// Position `p` of body `b`: `anchors[b * per + p % per]`.
     anchors: Box<[AnchorCell]>,
@@ -535,8 +556,15 @@ impl GvtBuffer {
                 c.chunk
             )));
         }
+        if c.positions < 2 {
+            return Err(GvtError::Config(format!(
+                "anchor cells per body must be at least 2, got {}",
+                c.positions
+            )));
+        }
         let chunks = c.bodies.div_ceil(c.chunk);
         let frames = want.div_ceil(c.frame_ticks) as usize + 1;
+        let per = (frames + 1).min(c.positions);
         let table = Table::with_class(backend, 1 + chunks, Class::Gvt, |k| {
             if k == CLOCK {
                 Slot::Clock {
@@ -563,8 +591,8 @@ impl GvtBuffer {
             copiers: c.copiers.max(1),
             ring: frames as u64 * c.frame_ticks,
             flight: c.flight,
-            per: frames + 1,
-            anchors: AnchorCell::empty((frames + 1) * c.bodies),
+            per,
+            anchors: AnchorCell::empty(per * c.bodies),
             tops: (0..c.bodies).map(|_| Word::new(0)).collect(),
             fronts: (0..c.bodies)
                 .map(|_| AtomicU64::new(c.start_tick))
@@ -689,8 +717,9 @@ impl GvtBuffer {
     }
 
     /// Records that the given bodies (all of one entity) have finished `tick`, with their
-    /// states at `tick` (kept for frame ticks only): [`GvtBuffer::record_span`] of one tick.
-    pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<(), GvtError> {
+    /// states at `tick` (kept for frame ticks only): [`GvtBuffer::record_span`] of one tick,
+    /// whose answer it returns (`tick + 1` if recorded, `tick` if the ring had no room).
+    pub fn record(&self, tick: Tick, bodies: &[(BodyId, BodyState)]) -> Result<Tick, GvtError> {
         let ids: Vec<BodyId> = bodies.iter().map(|p| p.0).collect();
         self.record_span(tick, 1, &ids, |t, j| Piece::at(t, bodies[j].1))
     }
@@ -701,23 +730,28 @@ impl GvtBuffer {
     /// after its `last` (see "Frame states, from anchors"); `t` never decreases from one call to
     /// the next. `first` must be every body's front. One
     /// section over the bodies' chunk slots, whatever `count` is; if it completes ticks, they
-    /// are committed before this returns (see "Committing"). All or nothing: on error nothing
-    /// is recorded.
+    /// are committed before this returns (see "Committing"). Returns the end of the ticks
+    /// recorded: `first + count`, or less where a piece would take the cell of a position
+    /// whose frames are not all copied out yet (see "Reuse"): then the ticks from that
+    /// piece's frame tick on are left for a later record (none, if it is `first`'s), which
+    /// succeeds once the GVT word has risen past the frames of that position, a tick that
+    /// the bodies have recorded (the GVT reaches it without them). On error nothing is
+    /// recorded.
     pub fn record_span(
         &self,
         first: Tick,
         count: usize,
         bodies: &[BodyId],
         mut piece: impl FnMut(Tick, usize) -> Piece,
-    ) -> Result<(), GvtError> {
+    ) -> Result<Tick, GvtError> {
         if count == 0 || bodies.is_empty() {
-            return Ok(());
+            return Ok(first);
         }
         let keys = self.keys_of(bodies, |body| GvtError::AlreadyRecorded {
             body,
             tick: first,
         })?;
-        let end = first + count as Tick;
+        let mut end = first + count as Tick;
         let word = self.gvt();
         if first < word {
             return Err(GvtError::Committed { tick: first });
@@ -742,7 +776,19 @@ impl GvtBuffer {
             .collect();
         let mut f = first.next_multiple_of(self.frame_ticks);
         let mut next: smallvec::SmallVec<[Tick; 4]> = smallvec::smallvec![f; bodies.len()];
+        // The first frame whose state is not copied out yet (see "Reuse").
+        let copied = word.div_ceil(self.frame_ticks);
         while f < end {
+            if bodies
+                .iter()
+                .zip(&next)
+                .zip(&tops)
+                .any(|((&b, &n), &p)| n == f && !self.room(b, p, copied))
+            {
+                // The ticks before `f` are recorded; the pieces are pushed up to `f` only.
+                end = f;
+                break;
+            }
             let mut soonest = Tick::MAX;
             for (j, &b) in bodies.iter().enumerate() {
                 if next[j] == f {
@@ -762,6 +808,9 @@ impl GvtBuffer {
                 soonest = soonest.min(next[j]);
             }
             f = soonest;
+        }
+        if end == first {
+            return Ok(first);
         }
         let rose = self.table.section(&keys, |v| {
             for &b in bodies {
@@ -803,7 +852,25 @@ impl GvtBuffer {
                 self.advance();
             }
         }
-        Ok(())
+        Ok(end)
+    }
+
+    /// Whether body `b` may push position `p` now that the frames before index `copied` are
+    /// copied out: its cell held position `p - K`, whose frames end where position
+    /// `p - K + 1` starts, so that one must start at or before `copied` (see "Reuse"). The
+    /// keys of positions below `p`, the body's top, are its own records' (a rollback voids
+    /// only the positions it pops, which a record writes again before it pushes past them).
+    #[inline]
+    fn room(&self, b: BodyId, p: u64, copied: u64) -> bool {
+        // BROKEN ON PURPOSE in a test-only `cfg(timewarp_broken)` build with
+        // `TIMEWARP_BROKEN=gvt_ring_unchecked` (a loom negative control, see `sync::broken`):
+        // a cell is reused whatever the commit still needs of it.
+        #[cfg(timewarp_broken)]
+        if crate::sync::broken("gvt_ring_unchecked") {
+            return true;
+        }
+        let k = self.per as u64;
+        p < k || by(self.cell(b, p + 1 - k).key.load(Ordering::Acquire), copied)
     }
 
     /// Takes back the record of `tick` for the given bodies (rollback): [`unrecord_ticks`] of
@@ -1288,6 +1355,14 @@ mod tests {
             g.validate().unwrap();
             assert!(GvtBuffer::new(be, GvtConfig::new(0, 4, 4)).is_err());
             assert!(GvtBuffer::new(be, GvtConfig::new(3, 0, 4)).is_err());
+            let one_cell = GvtConfig {
+                positions: 1,
+                ..GvtConfig::new(3, 4, 4)
+            };
+            assert!(matches!(
+                GvtBuffer::new(be, one_cell),
+                Err(GvtError::Config(m)) if m.contains("anchor cells per body")
+            ));
         }
     }
 
@@ -1304,6 +1379,8 @@ mod tests {
                     be,
                     GvtConfig {
                         copiers,
+                        // A cell for every frame: each body records a piece per tick at once.
+                        positions: usize::MAX,
                         ..GvtConfig::new(bodies, 1, window)
                     },
                 )
@@ -1360,13 +1437,19 @@ mod tests {
         };
         for &be in Backend::COMPILED {
             for (window, chunk, ft) in [(8, 64, 3), (64, 8, 3), (64, 1, 3), (40, 8, 1)] {
+                // A cell for every frame (records of many pieces are taken whole here; the
+                // refusals of a smaller ring are tests/gvt.rs's).
+                let full = GvtConfig {
+                    positions: usize::MAX,
+                    ..GvtConfig::new(150, ft, window)
+                };
                 let config = GvtConfig {
                     chunk,
                     flight,
-                    ..GvtConfig::new(150, ft, window)
+                    ..full
                 };
                 let spans = GvtBuffer::new(be, config).unwrap();
-                let ticks = GvtBuffer::new(be, GvtConfig::new(150, ft, window)).unwrap();
+                let ticks = GvtBuffer::new(be, full).unwrap();
                 let mut rng = SplitMix64::new(window + chunk as u64 + ft);
                 let mut lvt = [0 as Tick; 5];
                 // A piece's anchor: body, anchor tick, a salt per piece.

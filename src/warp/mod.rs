@@ -67,6 +67,6 @@ pub use engine::{
     GroupedFrameOut, WarpConfig, WarpControl, WarpStart, WarpStats, run_warp, run_warp_from_with,
 };
 pub use groups::{Group, GroupError, GroupGraph, GroupId, NewGroup, Undo};
-pub use gvt::{GvtBuffer, GvtConfig, GvtError, Piece};
+pub use gvt::{GvtBuffer, GvtConfig, GvtError, MAX_POSITIONS, Piece};
 pub use profile::Parallelism;
 pub use tvht::{BodyEntry, Contact, ContactKey, Step, Tvht, TvhtConfig, TvhtEntry, TvhtError};
