@@ -45,18 +45,7 @@ pub fn advance_rotation(q: Quat, w: Vec3, dt: f32) -> Quat {
 /// The exact free flight of `state` under constant `gravity` for `dt` seconds.
 #[inline]
 pub fn free_flight(state: &BodyState, gravity: Vec3, dt: f32) -> BodyState {
-    // In 4-lane vectors: the same IEEE operations per axis as in `Vec3`, so the same bits.
-    let (p, v, g) = (
-        Vec3A::from(state.position),
-        Vec3A::from(state.velocity),
-        Vec3A::from(gravity),
-    );
-    BodyState {
-        position: (p + v * dt + g * (0.5 * dt * dt)).into(),
-        rotation: integrate_rotation(state.rotation, state.angular_velocity, dt),
-        velocity: (v + g * dt).into(),
-        angular_velocity: state.angular_velocity,
-    }
+    Launch::of(state).flown(Vec3A::from(gravity), dt)
 }
 
 /// `ticks as f32`, the same value for every count below 2^63 (the range of tick counts and
@@ -90,6 +79,72 @@ impl FreeFlight {
         }
         free_flight(state, self.gravity, ticks_f32(ticks) * self.dt)
     }
+
+    /// `launch`'s state flown for `ticks` ticks: [`FreeFlight::after`] of that state, bit for
+    /// bit, with the work that depends on the state alone done once, in [`Launch::of`].
+    #[inline]
+    pub fn fly(&self, launch: &Launch, ticks: u64) -> BodyState {
+        if ticks == 0 {
+            return launch.state();
+        }
+        launch.flown(Vec3A::from(self.gravity), ticks_f32(ticks) * self.dt)
+    }
+}
+
+/// A state ready to be flown ([`free_flight`]), for a state flown many times, as the GVT
+/// buffer's commit flies each anchor to every frame it holds ([`FreeFlight::fly`]): its
+/// conversions to 4-lane vectors and its test for a spin, done once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Launch {
+    position: Vec3A,
+    velocity: Vec3A,
+    rotation: Quat,
+    angular_velocity: Vec3,
+    /// Whether the angular velocity is not zero: without spin the rotation is the state's for
+    /// every `dt` ([`integrate_rotation`]'s first test is then true whatever `dt` is).
+    spins: bool,
+}
+
+impl Launch {
+    /// `state`, ready to be flown.
+    #[inline]
+    pub fn of(state: &BodyState) -> Launch {
+        Launch {
+            position: Vec3A::from(state.position),
+            velocity: Vec3A::from(state.velocity),
+            rotation: state.rotation,
+            angular_velocity: state.angular_velocity,
+            spins: state.angular_velocity.length_squared() != 0.0,
+        }
+    }
+
+    /// The state it was made from (a 4-lane vector holds its 3 lanes' bits).
+    #[inline]
+    pub fn state(&self) -> BodyState {
+        BodyState {
+            position: self.position.into(),
+            rotation: self.rotation,
+            velocity: self.velocity.into(),
+            angular_velocity: self.angular_velocity,
+        }
+    }
+
+    /// Flown under `gravity` for `dt` seconds (in 4-lane vectors: the same IEEE operations per
+    /// axis as in `Vec3`, so the same bits).
+    #[inline]
+    fn flown(&self, g: Vec3A, dt: f32) -> BodyState {
+        let (p, v) = (self.position, self.velocity);
+        BodyState {
+            position: (p + v * dt + g * (0.5 * dt * dt)).into(),
+            rotation: if self.spins {
+                integrate_rotation(self.rotation, self.angular_velocity, dt)
+            } else {
+                self.rotation
+            },
+            velocity: (v + g * dt).into(),
+            angular_velocity: self.angular_velocity,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -121,6 +176,57 @@ mod tests {
         let q = Quat::from_rotation_y(4.0);
         assert!(s.rotation.dot(q).abs() > 1.0 - 1e-5);
         assert!((s.rotation.length() - 1.0).abs() < 1e-6);
+    }
+
+    /// `fly` of a launch has the bits of `FreeFlight::after`, for every kind of state:
+    /// spinning or not (and spinning too slowly for a tick to turn it), under gravity or not,
+    /// at zero ticks (the state itself, signed zeros included) and up to a window of ticks.
+    #[test]
+    fn a_launch_flies_to_the_bits_of_after() {
+        let mut rng = crate::scene::SplitMix64::new(29);
+        let mut f =
+            |scale: f32| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * scale;
+        let bits = |s: &BodyState| s.to_array().map(f32::to_bits);
+        for i in 0..20_000 {
+            let spin = match i % 4 {
+                0 => Vec3::ZERO,
+                1 => Vec3::new(f(1e-20), 0.0, 0.0),
+                _ => Vec3::new(f(30.0), f(30.0), f(30.0)),
+            };
+            let s = BodyState {
+                position: Vec3::new(f(2e3), if i % 5 == 0 { -0.0 } else { f(2e3) }, f(2e3)),
+                rotation: Quat::from_rotation_y(f(6.0)),
+                velocity: Vec3::new(f(40.0), f(40.0), f(40.0)),
+                angular_velocity: spin,
+            };
+            let flight = FreeFlight {
+                gravity: if i % 3 == 0 {
+                    Vec3::ZERO
+                } else {
+                    Vec3::new(f(20.0), -9.81, f(20.0))
+                },
+                dt: 1.0 / 960.0,
+            };
+            let launch = Launch::of(&s);
+            assert_eq!(launch.state().to_array().map(f32::to_bits), bits(&s));
+            for ticks in [
+                0,
+                1,
+                2,
+                15,
+                16,
+                255,
+                4095,
+                5120,
+                (i as u64 * 7919) % 100_000,
+            ] {
+                assert_eq!(
+                    bits(&flight.fly(&launch, ticks)),
+                    bits(&flight.after(&s, ticks)),
+                    "{s:?} under {flight:?}, {ticks} ticks"
+                );
+            }
+        }
     }
 
     /// The vector arithmetic of `free_flight` gives the bits of the same formula in `Vec3`

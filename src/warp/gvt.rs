@@ -140,7 +140,7 @@
 //! the earlier buffer of per-tick bits; `docs/results.md` has the figures.)
 
 use super::{BodyId, Tick};
-use crate::dynamics::{BodyState, FreeFlight};
+use crate::dynamics::{BodyState, FreeFlight, Launch};
 use crate::primitive::{AtomicU64, Mutex, Ordering, fence};
 use crate::sync::{Backend, Class, Table};
 use glam::{Quat, Vec3};
@@ -472,8 +472,9 @@ struct Cursor {
     /// The key of position `next`'s cell as last read (refreshed at each fill), if it holds
     /// that position's tag: the position to move on to at its first frame.
     due: Option<u64>,
+    /// The anchor's tick, and its state ready to be flown to each frame.
     tick: Tick,
-    state: BodyState,
+    launch: Launch,
 }
 
 impl Cursor {
@@ -607,7 +608,7 @@ impl GvtBuffer {
                         next: 0,
                         due: None,
                         tick: 0,
-                        state: words_state([0; STATE_WORDS]),
+                        launch: Launch::of(&words_state([0; STATE_WORDS])),
                     };
                     c.bodies
                 ],
@@ -1099,7 +1100,8 @@ impl GvtBuffer {
             for ((i, s), c) in row.iter_mut().enumerate().zip(cursors.iter_mut()) {
                 while c.due.is_some_and(|k| by(k, frame)) {
                     let b = first + i as BodyId;
-                    (c.tick, c.state) = self.cell(b, c.next).anchor();
+                    let (tick, state) = self.cell(b, c.next).anchor();
+                    (c.tick, c.launch) = (tick, Launch::of(&state));
                     c.next += 1;
                     c.read_key(self.cell(b, c.next));
                 }
@@ -1108,7 +1110,7 @@ impl GvtBuffer {
                     "body {} has no anchor at frame tick {t}",
                     first + i as BodyId
                 );
-                *s = self.flight.after(&c.state, t - c.tick);
+                *s = self.flight.fly(&c.launch, t - c.tick);
             }
         }
     }
