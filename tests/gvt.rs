@@ -37,8 +37,15 @@ fn state(body: BodyId, tick: Tick, version: u32) -> BodyState {
 }
 
 /// One entity: records `0..end`, rolling back at random. Returns the last version it
-/// recorded for each tick.
-fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Tick, u32> {
+/// recorded for each tick. A record may take less than it asked for only if `may_wait` (a ring
+/// of fewer anchor cells than the window's frames); otherwise that fails the test.
+fn entity(
+    g: &GvtBuffer,
+    seed: u64,
+    bodies: &[BodyId],
+    end: Tick,
+    may_wait: bool,
+) -> BTreeMap<Tick, u32> {
     let mut rng = SplitMix64::new(seed);
     let mut last = BTreeMap::new();
     let mut version = 0u32;
@@ -91,6 +98,10 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
                 lvt <= e && e <= upto + 1,
                 "recorded {lvt}..{e} of {lvt}..={upto}"
             );
+            assert!(
+                may_wait || e == upto + 1,
+                "a span was cut with a cell for every frame: {lvt}..{e} of {lvt}..={upto}"
+            );
             for t in lvt..e {
                 last.insert(t, version);
             }
@@ -103,6 +114,7 @@ fn entity(g: &GvtBuffer, seed: u64, bodies: &[BodyId], end: Tick) -> BTreeMap<Ti
             record(lvt, &mut last)
         };
         if !took {
+            assert!(may_wait, "a record was refused with a cell for every frame");
             // The GVT word read before the record must rise (the ticks it waits for are ours,
             // recorded: the GVT reaches them without us).
             let waiting = std::time::Instant::now();
@@ -170,6 +182,9 @@ fn run_with(
         positions,
         ..GvtConfig::new(bodies, frame_ticks, 8)
     };
+    // A window of 8 ticks (and a slack of 2) needs at most 12 cells: with `MAX_POSITIONS` (32)
+    // every record must be taken whole, as before the ring was bounded.
+    let may_wait = positions < MAX_POSITIONS;
     let g = Arc::new(GvtBuffer::new(backend, config).unwrap());
     let done = Arc::new(AtomicBool::new(false));
     let consumer = {
@@ -205,7 +220,7 @@ fn run_with(
                     // Contiguous blocks: chunks fill one by one, some entities span two.
                     .filter(|&b| b as usize * threads / bodies == i)
                     .collect();
-                let last = entity(&g, 77 + i as u64, &mine, end);
+                let last = entity(&g, 77 + i as u64, &mine, end, may_wait);
                 (mine, last)
             })
         })
