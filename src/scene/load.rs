@@ -144,8 +144,16 @@ pub fn parse_toml(text: &str) -> Result<SceneBuilder, SceneError> {
         defaults: file.defaults.unwrap_or_default(),
         ..SceneBuilder::default()
     };
+    // The items' lines, counted on from the one before (they are in file order): counted
+    // from the start for each item, they made loading quadratic in the file's length.
+    let (mut at, mut line) = (0, 1);
     for (offset, item) in entries {
-        builder.push(item, Some(line_col(text, offset).0));
+        line += text.as_bytes()[at..offset]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count();
+        at = offset;
+        builder.push(item, Some(line));
     }
     Ok(builder)
 }
@@ -374,6 +382,32 @@ mass = 1.0
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("world: ticks_per_second"), "{e}");
+    }
+
+    #[test]
+    fn each_item_has_the_line_of_its_header() {
+        // Bodies and grids interleaved, with comments and blank lines between: the lines
+        // counted on from item to item equal each header's line counted from the start.
+        let text = "# a scene\n[world]\nseconds = 1.0\n\n[[body]]\nshape = \"sphere\"\nradius = 1.0\n\n\
+                    [[grid]]\nshape = \"sphere\"\nradius = 0.5\ncount = [2, 1, 1]\n\
+                    spacing = [1.5, 0, 0]\norigin = [0, 5, 0]\n# between\n\n[[body]]\n\
+                    shape = \"sphere\"\nradius = 2.0\nposition = [0, 9, 0]\n[[body]]\n\
+                    shape = \"sphere\"\nradius = 3.0\n";
+        let headers: Vec<usize> = text
+            .match_indices("[[")
+            .map(|(i, _)| line_col(text, i).0)
+            .collect();
+        assert_eq!(headers, [5, 9, 17, 21]);
+        let b = parse_toml(text).unwrap();
+        let lines: Vec<usize> = b.lines.iter().map(|l| l.expect("a file's item")).collect();
+        assert_eq!(lines, headers);
+        // The last body's error names its line.
+        let bad = text.replace("radius = 3.0", "radius = -3.0");
+        let e = from_toml_str(&bad).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "body 4 (line 21): radius must be positive, got -3"
+        );
     }
 
     #[test]
