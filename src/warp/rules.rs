@@ -399,7 +399,15 @@ impl Rules {
     /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
     /// (boxes included).
     pub fn in_contact(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
-        self.meeting(a, sa, b, sb).is_some()
+        // [`Rules::meeting`]'s test, without what it computes of the meeting.
+        if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
+            return false;
+        }
+        if a < b {
+            self.pair_contact(a, sa, b, sb).is_some()
+        } else {
+            self.pair_contact(b, sb, a, sa).is_some()
+        }
     }
 
     /// When dynamic bodies `a` and `b` (any order) are in contact at these pre-event states:
@@ -701,13 +709,17 @@ impl Rules {
 
     /// Rule 2 over an interval: whether bodies `a` and `b`, each flying from an anchor or still
     /// at a state, certainly do not touch ([`Rules::in_contact`]) at any tick of `from..=to`.
-    /// Two bodies touch at a tick only if their shapes are within the tick's sweep of their
-    /// relative velocity (`collide`'s margin) and their boxes overlap; each shape lies within
-    /// its bounding sphere (the radius, or [`shape_extent`]) around the body's position. Under
+    /// Two bodies touch at a tick only if their shapes touch or meet within the tick moving at
+    /// their velocities (rule 2: `collide`'s points down to the tick's sweep of their relative
+    /// velocity, the time of impact within the tick); each shape lies within its bounding
+    /// sphere (the radius, or [`shape_extent`]) around the body's position, whatever its
+    /// rotation, so their centres are then within both spheres and that sweep. Under
     /// one gravity two flights differ by a line in time, a flight and a still body by a
     /// parabola: the least distance of their centres over the interval is that of the line
     /// (less the parabola's bend), computed in f64, and the pair is apart if it exceeds both
-    /// spheres, the fastest relative sweep of a tick and the boxes' margins, with a slack of
+    /// spheres and the fastest relative sweep of a tick (the boxes' margins need not be
+    /// added: a pair whose boxes overlap but whose shapes do not touch makes no contact), with
+    /// a slack of
     /// [`APART_SLACK`] of the larger body's magnitudes (its radius and the larger of its
     /// anchor's position, displacement and bend to the interval's end and the interval's own)
     /// and 0.1 mm.
@@ -726,7 +738,7 @@ impl Rules {
     /// Rule 2 over an interval, narrowed: the ticks of `from..=to` outside of which bodies `a`
     /// and `b` certainly do not touch (`None`: at none, [`Rules::apart`]). The same bound as
     /// `apart`'s: at a tick they touch only if the line part of their distance, `d0 + d1 s`,
-    /// is within its reach `R` (the spheres, the fastest sweep, the margins, the slack and the
+    /// is within its reach `R` (the spheres, the fastest sweep, the slack and the
     /// parabola's bend over the whole interval); `|d0 + d1 s| <= R` is a quadratic in `s`
     /// whose roots, solved in f64 and widened by a tick each way, bound the ticks. Where the
     /// relative motion over the interval is too slight to solve for, the whole interval.
@@ -798,7 +810,7 @@ impl Rules {
         };
         let nearest = (d0 + d1 * s_near).length() - d2.length() * span * span;
         let magnitude = size_a.max(size_b);
-        let reach = ra + rb + fastest * dt + 2.0 * f64::from(AABB_MARGIN);
+        let reach = ra + rb + fastest * dt;
         let within = reach + APART_SLACK * magnitude + 1e-4;
         if nearest > within {
             return None;
