@@ -717,9 +717,8 @@ impl Rules {
     /// one gravity two flights differ by a line in time, a flight and a still body by a
     /// parabola: the least distance of their centres over the interval is that of the line
     /// (less the parabola's bend), computed in f64, and the pair is apart if it exceeds both
-    /// spheres and the fastest relative sweep of a tick (the boxes' margins need not be
-    /// added: a pair whose boxes overlap but whose shapes do not touch makes no contact), with
-    /// a slack of
+    /// spheres and the fastest relative sweep of a tick (not the boxes' margins: a pair whose
+    /// boxes overlap but whose shapes do not touch makes no contact), with a slack of
     /// [`APART_SLACK`] of the larger body's magnitudes (its radius and the larger of its
     /// anchor's position, displacement and bend to the interval's end and the interval's own)
     /// and 0.1 mm.
