@@ -148,10 +148,7 @@ pub fn parse_toml(text: &str) -> Result<SceneBuilder, SceneError> {
     // from the start for each item, they made loading quadratic in the file's length.
     let (mut at, mut line) = (0, 1);
     for (offset, item) in entries {
-        line += text.as_bytes()[at..offset]
-            .iter()
-            .filter(|&&c| c == b'\n')
-            .count();
+        line += text[at..offset].matches('\n').count();
         at = offset;
         builder.push(item, Some(line));
     }

@@ -399,21 +399,19 @@ impl Rules {
     /// Whether dynamic bodies `a` and `b` (any order) are in contact at these pre-event states
     /// (boxes included).
     pub fn in_contact(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> bool {
-        // [`Rules::meeting`]'s test, without what it computes of the meeting.
-        if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
-            return false;
-        }
-        if a < b {
-            self.pair_contact(a, sa, b, sb).is_some()
-        } else {
-            self.pair_contact(b, sb, a, sa).is_some()
-        }
+        self.contact_of(a, sa, b, sb).is_some()
     }
 
-    /// When dynamic bodies `a` and `b` (any order) are in contact at these pre-event states:
-    /// how they meet (the same bits whichever order they are given in). Contact groups fuse
-    /// on slow contacts ([`super::group_rules`]).
-    pub fn meeting(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> Option<Meeting> {
+    /// Dynamic bodies `a` and `b` (any order) at these pre-event states, if their boxes
+    /// overlap and they are in contact: their contact ([`Rules::pair_contact`], the lower id
+    /// as A) and their states in that order.
+    fn contact_of<'s>(
+        &self,
+        a: usize,
+        sa: &'s BodyState,
+        b: usize,
+        sb: &'s BodyState,
+    ) -> Option<(PairContact, &'s BodyState, &'s BodyState)> {
         if a == b || !self.aabb(a, sa).overlaps(&self.aabb(b, sb)) {
             return None;
         }
@@ -422,7 +420,14 @@ impl Rules {
         } else {
             (b, sb, a, sa)
         };
-        let c = self.pair_contact(x, sx, y, sy)?;
+        self.pair_contact(x, sx, y, sy).map(|c| (c, sx, sy))
+    }
+
+    /// When dynamic bodies `a` and `b` (any order) are in contact at these pre-event states:
+    /// how they meet (the same bits whichever order they are given in). Contact groups fuse
+    /// on slow contacts ([`super::group_rules`]).
+    pub fn meeting(&self, a: usize, sa: &BodyState, b: usize, sb: &BodyState) -> Option<Meeting> {
+        let (c, sx, sy) = self.contact_of(a, sa, b, sb)?;
         let (sx, sy) = (at_impact(sx, c.touch.time), at_impact(sy, c.touch.time));
         let point = c.touch.point;
         let relative = sy.point_velocity(point) - sx.point_velocity(point);
