@@ -287,7 +287,23 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
 
     /// The section behind [`Table::section`]: always, but in a test-only `cfg(timewarp_broken)`
     /// build with `TIMEWARP_BROKEN=unguarded_sections` (see `sync::broken`).
+    ///
+    /// Only this wrapper is generic over the closure: it keeps the value of the closure's last
+    /// run, and the section itself ([`Table::section_dyn`]) is compiled once per slot type.
+    /// (Compiled once per closure, the STM's attempt, validation and commit were fourteen
+    /// copies of 6-8 KB; a turn of the warp engine ran several of them, more code than the
+    /// instruction cache holds.)
+    #[inline]
     fn guarded_section<R>(&self, keys: &[usize], mut f: impl FnMut(&mut View<'_, T>) -> R) -> R {
+        let mut last = None;
+        self.section_dyn(keys, &mut |v| last = Some(f(v)));
+        last.expect("a section runs its closure at least once")
+    }
+
+    /// [`Table::guarded_section`] with the closure behind a pointer; the closure leaves what it
+    /// found where its caller reads it after the last run.
+    #[inline(never)]
+    fn section_dyn(&self, keys: &[usize], f: &mut dyn FnMut(&mut View<'_, T>)) {
         let mut sorted = Small::new();
         sort_keys(keys, self.len(), &mut sorted);
         let sorted = &sorted[..];
@@ -295,7 +311,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
             #[cfg(feature = "stm")]
             Slots::Stm(vars) => {
                 let mut attempts = 0u64;
-                let r = atomically(|tx| {
+                atomically(|tx| {
                     attempts += 1;
                     // Each slot is borrowed, not cloned: no reference count changes hands (a
                     // count is a write to a line every reader of the slot shares). The pointer
@@ -312,7 +328,7 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                         keys: sorted,
                         inner: ViewInner::Stm { values },
                     };
-                    let r = f(&mut view);
+                    f(&mut view);
                     if let ViewInner::Stm { values } = view.inner {
                         for (v, &k) in values.into_iter().zip(sorted) {
                             if let StmValue::Copy(t) = v {
@@ -320,10 +336,9 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                             }
                         }
                     }
-                    Ok(r)
+                    Ok(())
                 });
                 add_section(self.class, attempts, sorted.len() as u64, 0);
-                r
             }
             #[cfg(feature = "locks")]
             Slots::Locks(mutexes) => {
@@ -344,7 +359,8 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                         keys: sorted,
                         inner: ViewInner::Locks { guards },
                     };
-                    return f(&mut view);
+                    f(&mut view);
+                    return;
                 }
                 // Algorithm 1: ascending order, all before the closure, held to its end.
                 let guards = sorted
@@ -359,10 +375,9 @@ impl<T: Clone + Send + Sync + 'static> Table<T> {
                     keys: sorted,
                     inner: ViewInner::Locks { guards },
                 };
-                let r = f(&mut view);
+                f(&mut view);
                 drop(view);
                 add_section(self.class, 1, sorted.len() as u64, sorted.len() as u64);
-                r
             }
         }
     }
