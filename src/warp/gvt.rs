@@ -990,7 +990,8 @@ impl GvtBuffer {
             }
             let won = self.table.section(&self.all_keys, |v| {
                 let g = v.get(CLOCK).committed();
-                let m = (1..=self.chunks).map(|k| v.get(k).min()).min();
+                // Every key is named, so a key is its own position in the view.
+                let m = (1..=self.chunks).map(|k| v.at(k).min()).min();
                 let m = m.expect("a buffer has a chunk");
                 (m > g).then(|| {
                     *v.get_mut(CLOCK) = Slot::Clock { committed: m };

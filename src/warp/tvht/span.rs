@@ -557,14 +557,8 @@ impl Tvht {
                 }
             }
             refining();
-            // Nothing of these bodies at these ticks already.
-            for (b, ks) in bodies.iter().zip(recs) {
-                for &k in &keys[ks.clone()] {
-                    if let Some(tick) = view.get(k).recorded(b.body, from, to) {
-                        return Err(TvhtError::Duplicate { body: b.body, tick });
-                    }
-                }
-            }
+            // Nothing of these bodies at these ticks already: in the buckets of entries here;
+            // in the record half, in the same pass as the meetings below.
             for (b, ks) in bodies.iter().zip(main) {
                 for &k in &keys[ks.clone()] {
                     if let Some((tick, body)) =
@@ -635,14 +629,24 @@ impl Tvht {
                     // Others' records only, and of those only the ones whose ticks and box
                     // meet the span's, passed over before any call through `Held`: in a
                     // group's buckets most records are the group's own, and in a record
-                    // bucket most spans are gone by or fly clear of this one.
-                    let near = |e: EntityId, f: Tick, u: Tick, b: &Aabb| {
-                        e != entity && f <= to && u > from && b.overlaps(&me.aabb)
+                    // bucket most spans are gone by or fly clear of this one. A record of
+                    // this body at these ticks (whatever its entity) is a duplicate: the
+                    // first (records before spans) is the error, once the bucket is passed.
+                    let duplicate = std::cell::Cell::new(None);
+                    let near = |e: EntityId, b: BodyId, (f, u): (Tick, Tick), x: &Aabb| {
+                        let live = f <= to && u > from;
+                        if live && b == me.body {
+                            if duplicate.get().is_none() {
+                                duplicate.set(Some(f.max(from)));
+                            }
+                            return false;
+                        }
+                        e != entity && live && x.overlaps(&me.aabb)
                     };
                     let records = (bucket.records.iter())
-                        .filter(|r| near(r.entity, r.from, r.until, &r.aabb));
-                    let spans =
-                        (bucket.spans.iter()).filter(|s| near(s.entity, s.from, s.until, &s.aabb));
+                        .filter(|r| near(r.entity, r.body, (r.from, r.until), &r.aabb));
+                    let spans = (bucket.spans.iter())
+                        .filter(|s| near(s.entity, s.body, (s.from, s.until), &s.aabb));
                     let held =
                         (records.map(|r| r as &dyn Held)).chain(spans.map(|s| s as &dyn Held));
                     for o in held {
@@ -667,6 +671,12 @@ impl Tvht {
                                 },
                             );
                         }
+                    }
+                    if let Some(tick) = duplicate.get() {
+                        return Err(TvhtError::Duplicate {
+                            body: me.body,
+                            tick,
+                        });
                     }
                 }
             }
