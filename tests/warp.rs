@@ -85,6 +85,58 @@ fn bouncing_equals_the_reference() {
     check("bouncing", 100, 960, true);
 }
 
+/// Past what the span-wide test against the static bodies clears, a single body's span goes
+/// on tick by tick (rule 2b at each tick) and ends at the first tick with a static kick
+/// (`Entity::fly`): a ball thrown over a floor flies into each bounce and out of it in spans,
+/// and steps no tick on its own (its one entry is its first, at tick 0), where it used to
+/// step and write the ticks about each bounce one by one. Its frames are the reference's.
+#[test]
+fn a_bouncing_ball_flies_into_and_out_of_each_bounce() {
+    use timewarp::scene::{BodySpec, SceneBuilder};
+    let ball = BodySpec::sphere(0.25)
+        .position(glam::Vec3::new(0.0, 1.5, 0.0))
+        .velocity(glam::Vec3::new(2.0, 0.0, 0.0))
+        .restitution(0.8);
+    let scene = SceneBuilder::new()
+        .body(BodySpec::plane(glam::Vec3::Y, 0.0).restitution(0.8))
+        .body(ball)
+        .build()
+        .unwrap();
+    let rules = Rules::new(&scene).unwrap();
+    let ft = u64::from(scene.world.frame_ticks);
+    // Two seconds: it meets the floor at 0.5 s, 1.3 s and 1.96 s (restitution 0.8).
+    let ticks = 2 * u64::from(scene.world.ticks_per_second);
+    let want = bits(&reference_frames(&rules, ft, ticks));
+    let heights: Vec<f32> = want.iter().map(|f| f32::from_bits(f[0][1])).collect();
+    let bounces = heights
+        .windows(3)
+        .filter(|h| h[1] < h[0] && h[1] <= h[2])
+        .count();
+    assert_eq!(
+        bounces, 3,
+        "the reference's ball bounces three times: {heights:?}"
+    );
+    for &backend in Backend::COMPILED {
+        for threads in [1, 2] {
+            let config = WarpConfig {
+                threads,
+                backend,
+                window: Some(256),
+                full_window: true,
+                ..WarpConfig::default()
+            };
+            let (got, stats) = warp_frames(&scene, config, ticks);
+            assert_eq!(bits(&got), want, "{config:?} {stats:?}");
+            let e = &stats.entities;
+            assert_eq!(
+                e.tvht_writes, 1,
+                "ticks stepped one by one: {config:?} {e:?}"
+            );
+            assert!(e.spans > 3, "{config:?} {e:?}");
+        }
+    }
+}
+
 #[test]
 fn many_threads_on_few_cores_still_equal_the_reference() {
     // Oversubscribed: 32 workers on the test machine's cores, small window.

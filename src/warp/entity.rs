@@ -61,8 +61,14 @@
 //!   fits: at most the window past the GVT (not only the entity's reach: a span costs one
 //!   record however long, and a rollback cuts it in one section) and the run's `max_span`,
 //!   and within an eighth of the longest whose box covers at most [`SPAN_CELLS`] cells (or
-//!   twice the cells of its shortest span, if those are more) and clears the static bodies;
-//!   under [`MIN_SPAN`] ticks the body steps tick by tick. There is no shorter limit after a
+//!   twice the cells of its shortest span, if those are more) and clears the static bodies.
+//!   Where that test fails, a single body's span goes on past it tick by tick (the issue's
+//!   "per-tick tests only where it fails"): up to [`STATIC_TICKS`] ticks, each asking rule 2b
+//!   as a step would ([`Rules::static_kicks`]), through ticks with no static kick and to the
+//!   first tick with one, where it ends (those kicks make the next anchor, at the next LVT),
+//!   so a ball flies into each bounce and out of it; not a body that touches another at the
+//!   LVT (in a pile such spans did not pay). Under [`MIN_SPAN`] ticks the body steps tick by
+//!   tick. There is no shorter limit after a
 //!   contact or a rollback: Koenig's dynamic step size shrinks a step that went wrong, but
 //!   here a span costs per span, not per tick, and a cut one costs a section, so a limit
 //!   that fell after each stop and doubled back after each success only multiplied the spans
@@ -166,6 +172,10 @@ pub const MIN_SPAN: u64 = 4;
 /// cells and far less per second; in windows of 256 ticks it changes nothing
 /// (`docs/results.md`, "2026-11-29, evening").
 pub const SPAN_CELLS: u64 = 16;
+
+/// How many ticks past what the span-wide test against the static bodies clears a single
+/// body's span may go, testing each tick (see "Spans" in the module documentation).
+pub const STATIC_TICKS: u64 = 16;
 
 /// The fewest ticks a group glides (see "Glides"): a shorter stretch of a substep is stepped
 /// tick by tick with the ticks around it.
@@ -272,6 +282,10 @@ pub struct Scratch {
     tvht: WriteBuffers,
     /// A single body's anchors at the ticks a step computed.
     anchors: Vec<Anchor>,
+    /// The tick after the LVT, if `kicks[1]` holds the body's static kicks there as a span
+    /// that went no further found them ([`Entity::fly`]): the step that follows takes them
+    /// rather than asking again. Set and taken within one step.
+    probed: Option<Tick>,
 }
 
 /// A message sent and not acked yet, as an entity keeps it.
@@ -820,7 +834,8 @@ impl Entity {
         let lvt = self.lvt();
         let me = self.id as usize;
         let mut kicks = std::mem::take(&mut self.scratch.kicks);
-        kicks.resize_with(1, Vec::new);
+        // (`kicks[1]` is `fly`'s: two, whatever a group's step left.)
+        kicks.resize_with(2, Vec::new);
         // The LVT's kicks (statics and known collisions) give the anchor after it, whether the
         // body then flies a span or steps tick by tick.
         let mut s = self.line.state(env.rules, lvt, 0);
@@ -830,7 +845,13 @@ impl Entity {
             .rules
             .advance(&self.line.anchor(lvt), &s, lvt, &mut kicks[0]);
         self.scratch.kicks = kicks;
-        if self.fly(env, far, Some(a), send)? {
+        // A body in contact with another at the LVT (in a pile, most often) flies only as far
+        // as the span-wide test clears, not tick by tick past it (measured: `cylinders` 500
+        // without contact groups, where a pile's spans ticked through did not pay).
+        let paired = self.contacts_at(lvt).next().is_some();
+        let flew = self.fly(env, far, Some((a, !paired)), send)?;
+        let probed = self.scratch.probed.take();
+        if flew {
             return Ok(());
         }
         let n = self.batch_len(env, lvt, ub);
@@ -842,7 +863,11 @@ impl Entity {
         for i in 0..n {
             if i > 0 {
                 kicks[0].clear();
-                env.rules.static_kicks(me, &s, &mut kicks[0]);
+                if i == 1 && probed == Some(lvt + 1) {
+                    kicks.swap(0, 1);
+                } else {
+                    env.rules.static_kicks(me, &s, &mut kicks[0]);
+                }
                 (a, s) = env.rules.advance(&a, &s, lvt + i, &mut kicks[0]);
             }
             anchors.push(a);
@@ -866,20 +891,23 @@ impl Entity {
     }
 
     /// A span of a single body from its LVT (see "Spans"): `single` is the anchor its kicks at
-    /// the LVT give it (`None` for a group, whose island holds it); it flies the longest span
-    /// up to `far` (within an eighth, at least [`MIN_SPAN`] ticks) that is clear of every
-    /// static body and whose box covers at most [`SPAN_CELLS`] cells, written as one TVHT
-    /// record that stops at the first tick that touches another body. Returns whether it flew
-    /// (else the tick-by-tick step runs).
+    /// the LVT give it and whether it may go on tick by tick past the span-wide static test
+    /// (`None` for a group, whose island holds it); it flies the longest span up to `far`
+    /// (within an eighth, at least [`MIN_SPAN`] ticks) that is clear of every static body, or
+    /// tested tick by tick up to the first static kick, and whose box covers at most
+    /// [`SPAN_CELLS`] cells, written as one TVHT record that stops at the first tick that
+    /// touches another body. Returns whether it flew (else the tick-by-tick step runs, and
+    /// finds the kicks this asked at the first tick in `scratch`).
     fn fly(
         &mut self,
         env: &Env<'_>,
         far: Tick,
-        single: Option<Anchor>,
+        single: Option<(Anchor, bool)>,
         send: &mut dyn FnMut(BodyId, Msg),
     ) -> Result<bool, String> {
+        self.scratch.probed = None;
         let lvt = self.lvt();
-        let mut len = (far - lvt).min(env.max_span);
+        let len = (far - lvt).min(env.max_span);
         if len < MIN_SPAN {
             return Ok(false);
         }
@@ -888,7 +916,7 @@ impl Entity {
         // group's of one, its island's, if its step at the LVT is plain flight (no contact
         // known there, and an island that flight leaves as it is: awake, not resting, no warm
         // start); the span's sweep from the LVT on shows the rest.
-        let (anchor, island) = if let Some(a) = single {
+        let (anchor, island) = if let Some((a, _)) = single {
             (a, None)
         } else {
             let isl = self.line.island(lvt);
@@ -936,12 +964,12 @@ impl Entity {
         // most `SPAN_CELLS` cells, or twice those of its shortest span if that covers more
         // (a body large for its cells, or far out, where the f32 slack of a sweep is wide):
         // there any span covers that many, and ticks one by one would cost more.
-        let aabb = match fits(len, SPAN_CELLS) {
-            Some(b) => b,
-            None => {
-                let Some((mut best, cells)) = probe(MIN_SPAN) else {
-                    return Ok(false);
-                };
+        let full = len;
+        // The longest span the span-wide test clears, its box, and the cells it may cover
+        // (`None`: not even the shortest).
+        let cleared = match fits(len, SPAN_CELLS) {
+            Some(b) => Some((len, b, SPAN_CELLS)),
+            None => probe(MIN_SPAN).map(|(mut best, cells)| {
                 let limit = SPAN_CELLS.max(2 * cells);
                 let (mut lo, mut hi) = (MIN_SPAN, len);
                 // (`len` failed at `SPAN_CELLS`: only a wider limit can take it whole.)
@@ -957,9 +985,49 @@ impl Entity {
                         None => hi = mid,
                     }
                 }
-                len = lo;
-                best
+                (lo, best, limit)
+            }),
+        };
+        // Past what the span-wide test clears, a single body's span goes on tick by tick,
+        // rule 2b at each tick as a step would ask it ([`Rules::static_kicks`]), up to
+        // [`STATIC_TICKS`] ticks: through ticks with no static kick, and to the first tick
+        // with one, where the span ends (its kicks make the next anchor, as at any LVT). A
+        // body that meets the floor flies into the bounce, where it stepped the ticks before
+        // it one by one, each an entry of its own.
+        let (len, aabb) = match (single, cleared) {
+            (Some((_, true)), c) if c.is_none_or(|c| c.0 < full) => {
+                let (done, limit) = c.map_or((0, SPAN_CELLS), |c| (c.0, c.2));
+                let stop = lvt + full.min(done + STATIC_TICKS);
+                let mut kicks = std::mem::take(&mut self.scratch.kicks);
+                if kicks.len() < 2 {
+                    kicks.resize_with(2, Vec::new);
+                }
+                let mut t = lvt + done;
+                while t < stop {
+                    t += 1;
+                    kicks[1].clear();
+                    rules.static_kicks(me, &rules.flight(&anchor, t), &mut kicks[1]);
+                    if !kicks[1].is_empty() {
+                        break;
+                    }
+                }
+                // A body at rest on a static body has kicks at the first tick: the step that
+                // follows takes them.
+                if t == lvt + 1 && !kicks[1].is_empty() {
+                    self.scratch.probed = Some(t);
+                }
+                self.scratch.kicks = kicks;
+                let longer = (t - lvt > done.max(MIN_SPAN - 1))
+                    .then(|| rules.span_aabb(&rules.span(me, &anchor, from, t)))
+                    .filter(|b| env.tvht.cells_of(self.id, b).is_ok_and(|n| n <= limit));
+                match (longer, c) {
+                    (Some(b), _) => (t - lvt, b),
+                    (None, Some((done, b, _))) => (done, b),
+                    (None, None) => return Ok(false),
+                }
             }
+            (_, Some((len, b, _))) => (len, b),
+            (_, None) => return Ok(false),
         };
         let to = lvt + len;
         // The table keeps only contacts that touch (the rules are its `Flight`): each one
