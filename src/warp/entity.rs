@@ -63,12 +63,15 @@
 //!   and within an eighth of the longest whose box covers at most [`SPAN_CELLS`] cells (or
 //!   twice the cells of its shortest span, if those are more) and clears the static bodies.
 //!   Where that test fails, a single body's span goes on past it tick by tick (the issue's
-//!   "per-tick tests only where it fails"): up to [`STATIC_TICKS`] ticks, each asking rule 2b
-//!   as a step would ([`Rules::static_kicks`]), through ticks with no static kick and to the
-//!   first tick with one, where it ends (those kicks make the next anchor, at the next LVT),
-//!   so a ball flies into each bounce and out of it; not a body that touches another at the
-//!   LVT (in a pile such spans did not pay). Under [`MIN_SPAN`] ticks the body steps tick by
-//!   tick. There is no shorter limit after a
+//!   "per-tick tests only where it fails"), each tick asking rule 2b as a step would
+//!   ([`Rules::static_kicks`]), through ticks with no static kick and to the first tick with
+//!   one, where it ends (those kicks make the next anchor, at the next LVT); after every
+//!   [`STATIC_TICKS`] ticks so tested the span-wide test takes the rest again, up to
+//!   [`STATIC_TESTS`] ticks tested. So a ball flies into each bounce and out of it (leaving a
+//!   wall in [`STATIC_TICKS`] at a time, slow balls in `bouncing` wrote so many short spans
+//!   that the buckets about the walls held a tenth more of the heap after 600 s); not a body
+//!   that touches another at the LVT (in a pile such spans did not pay). Under [`MIN_SPAN`]
+//!   ticks the body steps tick by tick. There is no shorter limit after a
 //!   contact or a rollback: Koenig's dynamic step size shrinks a step that went wrong, but
 //!   here a span costs per span, not per tick, and a cut one costs a section, so a limit
 //!   that fell after each stop and doubled back after each success only multiplied the spans
@@ -176,6 +179,10 @@ pub const SPAN_CELLS: u64 = 16;
 /// How many ticks past what the span-wide test against the static bodies clears a single
 /// body's span may go, testing each tick (see "Spans" in the module documentation).
 pub const STATIC_TICKS: u64 = 16;
+
+/// At most this many ticks of a span are tested one by one against the static bodies (see
+/// [`STATIC_TICKS`]).
+pub const STATIC_TESTS: u64 = 64;
 
 /// The fewest ticks a group glides (see "Glides"): a shorter stretch of a substep is stepped
 /// tick by tick with the ticks around it.
@@ -989,27 +996,63 @@ impl Entity {
             }),
         };
         // Past what the span-wide test clears, a single body's span goes on tick by tick,
-        // rule 2b at each tick as a step would ask it ([`Rules::static_kicks`]), up to
-        // [`STATIC_TICKS`] ticks: through ticks with no static kick, and to the first tick
-        // with one, where the span ends (its kicks make the next anchor, as at any LVT). A
-        // body that meets the floor flies into the bounce, where it stepped the ticks before
-        // it one by one, each an entry of its own.
+        // rule 2b at each tick as a step would ask it ([`Rules::static_kicks`]): through ticks
+        // with no static kick, and to the first tick with one, where the span ends (its kicks
+        // make the next anchor, as at any LVT); after each [`STATIC_TICKS`] such ticks the
+        // span-wide test takes the rest of the span again (a body leaving a wall is soon clear
+        // of it), and at most [`STATIC_TESTS`] ticks are tested one by one. A body that meets
+        // a wall flies into the bounce and out of it, where it stepped the ticks about it one
+        // by one, each an entry of its own.
         let (len, aabb) = match (single, cleared) {
             (Some((_, true)), c) if c.is_none_or(|c| c.0 < full) => {
                 let (done, limit) = c.map_or((0, SPAN_CELLS), |c| (c.0, c.2));
-                let stop = lvt + full.min(done + STATIC_TICKS);
+                let end = lvt + full;
+                let cells_ok = |b: &Aabb| env.tvht.cells_of(self.id, b).is_ok_and(|n| n <= limit);
                 let mut kicks = std::mem::take(&mut self.scratch.kicks);
                 if kicks.len() < 2 {
                     kicks.resize_with(2, Vec::new);
                 }
+                // The last tick certified.
                 let mut t = lvt + done;
-                while t < stop {
-                    t += 1;
-                    kicks[1].clear();
-                    rules.static_kicks(me, &rules.flight(&anchor, t), &mut kicks[1]);
-                    if !kicks[1].is_empty() {
+                let mut tested = 0;
+                'walk: while t < end && tested < STATIC_TESTS {
+                    let stop = end.min(t + STATIC_TICKS);
+                    while t < stop {
+                        t += 1;
+                        tested += 1;
+                        kicks[1].clear();
+                        rules.static_kicks(me, &rules.flight(&anchor, t), &mut kicks[1]);
+                        if !kicks[1].is_empty() {
+                            break 'walk;
+                        }
+                    }
+                    // The rest, by the span-wide test from the next tick (its statics) and
+                    // from the span's first (its cells), within an eighth.
+                    let at = t;
+                    let clears = |e: Tick| {
+                        rules.span_clear_of_statics(&rules.span(me, &anchor, at + 1, e))
+                            && cells_ok(&rules.span_aabb(&rules.span(me, &anchor, from, e)))
+                    };
+                    if at >= end {
                         break;
                     }
+                    let (mut lo, mut hi) = (at, end);
+                    if clears(end) {
+                        lo = end;
+                    } else {
+                        while hi - lo > 1 + (lo - lvt) / 8 {
+                            let mid = lo + (hi - lo) / 2;
+                            if clears(mid) {
+                                lo = mid;
+                            } else {
+                                hi = mid;
+                            }
+                        }
+                    }
+                    if lo == at {
+                        continue;
+                    }
+                    t = lo;
                 }
                 // A body at rest on a static body has kicks at the first tick: the step that
                 // follows takes them.
@@ -1019,7 +1062,7 @@ impl Entity {
                 self.scratch.kicks = kicks;
                 let longer = (t - lvt > done.max(MIN_SPAN - 1))
                     .then(|| rules.span_aabb(&rules.span(me, &anchor, from, t)))
-                    .filter(|b| env.tvht.cells_of(self.id, b).is_ok_and(|n| n <= limit));
+                    .filter(|b| cells_ok(b));
                 match (longer, c) {
                     (Some(b), _) => (t - lvt, b),
                     (None, Some((done, b, _))) => (done, b),
