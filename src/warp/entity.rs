@@ -176,8 +176,9 @@ pub const MIN_SPAN: u64 = 4;
 /// (`docs/results.md`, "2026-11-29, evening").
 pub const SPAN_CELLS: u64 = 16;
 
-/// How many ticks past what the span-wide test against the static bodies clears a single
-/// body's span may go, testing each tick (see "Spans" in the module documentation).
+/// How many ticks a single body's span tests one by one against the static bodies, past what
+/// the span-wide test clears, before it tries the span-wide test on the rest again (see
+/// "Spans" in the module documentation).
 pub const STATIC_TICKS: u64 = 16;
 
 /// At most this many ticks of a span are tested one by one against the static bodies (see
