@@ -1096,9 +1096,14 @@ impl GvtBuffer {
         for (i, c) in cursors.iter_mut().enumerate() {
             c.read_key(self.cell(first + i as BodyId, c.next));
         }
+        // The flight's constants in locals: the compiler cannot tell `self` from the rows it
+        // writes, and would load them again for every state.
+        let (flight, frame_ticks) = (self.flight, self.frame_ticks);
         for (&t, row) in ticks.iter().zip(rows.iter_mut()) {
-            let frame = t / self.frame_ticks;
-            for ((i, s), c) in row.iter_mut().enumerate().zip(cursors.iter_mut()) {
+            let frame = t / frame_ticks;
+            // The cursors that move at this frame first (a few, at the frames where pieces
+            // start), then every state in a loop of flights alone.
+            for (i, c) in cursors.iter_mut().enumerate() {
                 while c.due.is_some_and(|k| by(k, frame)) {
                     let b = first + i as BodyId;
                     let (tick, state) = self.cell(b, c.next).anchor();
@@ -1111,7 +1116,9 @@ impl GvtBuffer {
                     "body {} has no anchor at frame tick {t}",
                     first + i as BodyId
                 );
-                *s = self.flight.fly(&c.launch, t - c.tick);
+            }
+            for (s, c) in row.iter_mut().zip(cursors.iter()) {
+                *s = flight.fly(&c.launch, t - c.tick);
             }
         }
     }
