@@ -979,20 +979,16 @@ impl Entity {
             Some(b) => Some((len, b, SPAN_CELLS)),
             None => probe(MIN_SPAN).map(|(mut best, cells)| {
                 let limit = SPAN_CELLS.max(2 * cells);
-                let (mut lo, mut hi) = (MIN_SPAN, len);
                 // (`len` failed at `SPAN_CELLS`: only a wider limit can take it whole.)
                 if limit > SPAN_CELLS
                     && let Some(b) = fits(len, limit)
                 {
-                    (lo, best) = (len, b);
+                    return (len, b, limit);
                 }
-                while hi - lo > 1 + lo / 8 {
-                    let mid = lo + (hi - lo) / 2;
-                    match fits(mid, limit) {
-                        Some(b) => (lo, best) = (mid, b),
-                        None => hi = mid,
-                    }
-                }
+                // The box of the longest that fits is the last one found.
+                let lo = longest_within_an_eighth(0, MIN_SPAN, len, |m| {
+                    fits(m, limit).map(|b| best = b).is_some()
+                });
                 (lo, best, limit)
             }),
         };
@@ -1009,10 +1005,9 @@ impl Entity {
                 let (done, limit) = c.map_or((0, SPAN_CELLS), |c| (c.0, c.2));
                 let end = lvt + full;
                 let cells_ok = |b: &Aabb| env.tvht.cells_of(self.id, b).is_ok_and(|n| n <= limit);
+                // (`step`, the walk's one caller, left two kick lists: `kicks[1]` is the walk's.)
                 let mut kicks = std::mem::take(&mut self.scratch.kicks);
-                if kicks.len() < 2 {
-                    kicks.resize_with(2, Vec::new);
-                }
+                debug_assert!(kicks.len() >= 2, "the step left fly two kick lists");
                 // The last tick certified.
                 let mut t = lvt + done;
                 let mut tested = 0;
@@ -1027,29 +1022,21 @@ impl Entity {
                             break 'walk;
                         }
                     }
+                    let at = t;
+                    if at >= end {
+                        break;
+                    }
                     // The rest, by the span-wide test from the next tick (its statics) and
                     // from the span's first (its cells), within an eighth.
-                    let at = t;
                     let clears = |e: Tick| {
                         rules.span_clear_of_statics(&rules.span(me, &anchor, at + 1, e))
                             && cells_ok(&rules.span_aabb(&rules.span(me, &anchor, from, e)))
                     };
-                    if at >= end {
-                        break;
-                    }
-                    let (mut lo, mut hi) = (at, end);
-                    if clears(end) {
-                        lo = end;
+                    let lo = if clears(end) {
+                        end
                     } else {
-                        while hi - lo > 1 + (lo - lvt) / 8 {
-                            let mid = lo + (hi - lo) / 2;
-                            if clears(mid) {
-                                lo = mid;
-                            } else {
-                                hi = mid;
-                            }
-                        }
-                    }
+                        longest_within_an_eighth(lvt, at, end, clears)
+                    };
                     if lo == at {
                         continue;
                     }
@@ -1890,11 +1877,54 @@ impl std::ops::Index<usize> for StatesOf<'_> {
     }
 }
 
+/// The longest of `lo..hi` for which `holds` (monotone: it holds at `lo`, does not at `hi`,
+/// and if at some tick or length then at every shorter one), within an eighth of how far it
+/// reaches past `base`: halving, a few tests where a search to the tick would take a dozen.
+/// `Entity::fly`'s two searches, for a span's length and for the ticks past a static kick.
+fn longest_within_an_eighth(
+    base: u64,
+    mut lo: u64,
+    mut hi: u64,
+    mut holds: impl FnMut(u64) -> bool,
+) -> u64 {
+    while hi - lo > 1 + (lo - base) / 8 {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::warp::group_rules::Island;
     use glam::Vec3;
+
+    /// The search finds a tick that holds, short of the last one that holds by at most an
+    /// eighth of how far it reaches past the base, for every threshold between its bounds.
+    #[test]
+    fn the_longest_within_an_eighth_holds_and_falls_short_by_at_most_an_eighth() {
+        for base in [0, 100] {
+            for lo in [base + 1, base + 4, base + 37] {
+                for hi in lo + 1..lo + 400 {
+                    for last in lo..hi {
+                        let found = longest_within_an_eighth(base, lo, hi, |x| x <= last);
+                        assert!(found <= last, "{found} does not hold (last {last})");
+                        assert!(found >= lo);
+                        assert!(
+                            last - found <= (found - base) / 8,
+                            "{found} falls {} short of {last} (base {base})",
+                            last - found
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// A body at rest at the origin, moving at `v`.
     fn state(v: Vec3) -> BodyState {

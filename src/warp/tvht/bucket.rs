@@ -177,16 +177,11 @@ impl Bucket {
     /// The first tick of `from..=to` that a sleep record of `body` covers (the first such
     /// record's), or else a span of it, if any: a request for those ticks duplicates it.
     pub(super) fn recorded(&self, body: BodyId, from: Tick, to: Tick) -> Option<Tick> {
-        let live = |b: BodyId, f: Tick, u: Tick| (b == body && f <= to && u > from).then_some(f);
+        let dup = |b: BodyId, f: Tick, u: Tick| duplicated(body, (from, to), b, (f, u));
         self.records
             .iter()
-            .find_map(|r| live(r.body, r.from, r.until))
-            .or_else(|| {
-                self.spans
-                    .iter()
-                    .find_map(|s| live(s.body, s.from, s.until))
-            })
-            .map(|f| f.max(from))
+            .find_map(|r| dup(r.body, r.from, r.until))
+            .or_else(|| self.spans.iter().find_map(|s| dup(s.body, s.from, s.until)))
     }
 
     /// The entry of `body` at `tick`, if any.
@@ -309,4 +304,24 @@ pub(super) fn holders<'a, T: 'a>(
         *n.entry(r.clone()).or_default() += 1;
     }
     n
+}
+
+/// Whether a record held over ticks `f..u` lives at some tick of a request's `from..=to`.
+#[inline]
+pub(super) fn lives_at((f, u): (Tick, Tick), (from, to): (Tick, Tick)) -> bool {
+    f <= to && u > from
+}
+
+/// The rule of duplicates in the record half: a record of body `b` held over ticks `f..u`
+/// duplicates a request of `body` for ticks `from..=to` if it is the same body's and lives at
+/// one of those ticks; the first such tick, if so ([`Bucket::recorded`], and a span's write,
+/// which asks it of each record it passes).
+#[inline]
+pub(super) fn duplicated(
+    body: BodyId,
+    req: (Tick, Tick),
+    b: BodyId,
+    held: (Tick, Tick),
+) -> Option<Tick> {
+    (b == body && lives_at(held, req)).then(|| held.0.max(req.0))
 }

@@ -55,7 +55,7 @@
 //! whose boxes overlap at a common tick has exactly one contact at that tick, in its owner
 //! cell's record-half bucket, and every such contact is one.
 
-use super::bucket::Bucket;
+use super::bucket::{Bucket, duplicated, lives_at};
 use super::runs::{AnchorRef, Look, NewAnchor};
 use super::sleep::{Boxed, EntrySlices, SleepRec};
 use super::{BodyId, Contact, EntityId, Tick, Tvht, TvhtEntry, TvhtError};
@@ -633,15 +633,17 @@ impl Tvht {
                     // this body at these ticks (whatever its entity) is a duplicate: the
                     // first (records before spans) is the error, once the bucket is passed.
                     let duplicate = std::cell::Cell::new(None);
-                    let near = |e: EntityId, b: BodyId, (f, u): (Tick, Tick), x: &Aabb| {
-                        let live = f <= to && u > from;
-                        if live && b == me.body {
+                    let near = |e: EntityId, b: BodyId, held: (Tick, Tick), x: &Aabb| {
+                        if !lives_at(held, (from, to)) {
+                            return false;
+                        }
+                        if let Some(t) = duplicated(me.body, (from, to), b, held) {
                             if duplicate.get().is_none() {
-                                duplicate.set(Some(f.max(from)));
+                                duplicate.set(Some(t));
                             }
                             return false;
                         }
-                        e != entity && live && x.overlaps(&me.aabb)
+                        e != entity && x.overlaps(&me.aabb)
                     };
                     let records = (bucket.records.iter())
                         .filter(|r| near(r.entity, r.body, (r.from, r.until), &r.aabb));
