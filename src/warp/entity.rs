@@ -85,9 +85,9 @@
 //!   so they too are written as span records, one per body, their anchors carrying the
 //!   solver's move ([`Anchor::glide`](super::rules::Anchor::glide); a glide's box,
 //!   [`Rules::span`]: its positions move monotonically along the move, in f32 too). When its
-//!   solver steps it at a due tick into a whole group substep (one from a multiple of it:
-//!   the shorter ones after a kick or a birth between two multiples are left tick by tick:
-//!   rollbacks cut their glides so often that entries cost less) of which at least
+//!   solver steps it at a due tick into a substep (a whole group substep from a multiple of
+//!   it, or one of the shorter ones that realign it after a kick or a birth between two
+//!   multiples, [`Rules::substep_at`]) of which at least
 //!   [`MIN_GLIDE`] ticks are left, awake (at rest or not: a glide passes over its
 //!   group's own earlier records in its buckets by a field test), the group writes the ticks
 //!   before and glides the substep's ticks from there at once, through the substep's last
@@ -1269,25 +1269,15 @@ impl Entity {
     }
 
     /// How far a group standing in island `isl` at tick `t` may glide from there (see
-    /// "Glides"), if it may: inside a whole group substep (one from a multiple of it) with at
-    /// least [`MIN_GLIDE`] ticks to go (up to the substep's last tick, `far` and `max_span`),
-    /// awake, spans on.
+    /// "Glides"), if it may: inside a substep, whole or one of the shorter ones after a kick
+    /// or a birth, with at least [`MIN_GLIDE`] ticks to go (up to the substep's last tick,
+    /// `far` and `max_span`), awake, spans on. The shorter substeps glide too: their glides
+    /// cost less than their ticks' entries (`docs/results.md`, "2026-11-30, night").
     fn glide_reach(&self, env: &Env<'_>, isl: &Island, t: Tick, far: Tick) -> Option<Tick> {
         let sub = isl.substep.as_ref()?;
         let reach = sub.until.min(far).min(t.saturating_add(env.max_span));
-        // A whole group substep only: the shorter ones follow a kick or a birth between two
-        // multiples ([`Rules::substep_at`]), where glides are cut by rollbacks so often that
-        // they cost more than entries (`docs/results.md`, "2026-11-29, midday").
-        let whole = isl
-            .anchors
-            .first()
-            .is_some_and(|a| sub.until - a.tick == env.rules.group_substep);
-        (reach >= t + MIN_GLIDE
-            && whole
-            && !isl.asleep
-            && env.max_span > 0
-            && env.tvht.sleep_records())
-        .then_some(reach)
+        (reach >= t + MIN_GLIDE && !isl.asleep && env.max_span > 0 && env.tvht.sleep_records())
+            .then_some(reach)
     }
 
     /// The glide of a group standing in island `isl` (inside a substep) at its LVT: its bodies
